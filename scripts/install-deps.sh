@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs every Debian package qinfer needs to build, test and benchmark.
+set -euo pipefail
+SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+PKGS=(build-essential cmake ninja-build pkg-config
+      nlohmann-json3-dev libcpp-httplib-dev libpcre2-dev libicu-dev
+      libgtest-dev libgmock-dev libbenchmark-dev
+      curl python3 python3-jinja2 python3-numpy)
+# node and npm: the nodesource 'nodejs' package ships npm itself and conflicts with
+# Debian's 'npm'; install Debian's pair only where no node is present at all.
+command -v node >/dev/null 2>&1 || PKGS+=(nodejs)
+command -v npm >/dev/null 2>&1 || PKGS+=(npm)
+missing=()
+for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq >&2
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi

@@ -1,0 +1,87 @@
+#include "util/thread_pool.h"
+
+#include <algorithm>
+#include <memory>
+
+namespace qinfer {
+
+ThreadPool::ThreadPool(int num_threads) {
+  if (num_threads <= 0) num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  num_threads_ = num_threads;
+  for (int i = 1; i < num_threads_; ++i) threads_.emplace_back([this, i] { worker(i); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_start_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+void ThreadPool::worker(int index) {
+  uint64_t seen = 0;
+  for (;;) {
+    const std::function<void(int64_t, int64_t, int)>* job;
+    int64_t n, chunk;
+    int chunks;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_start_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+      job = job_; n = job_n_; chunk = job_chunk_; chunks = job_chunks_;
+    }
+    if (index < chunks) {
+      int64_t b = index * chunk, e = std::min(n, b + chunk);
+      if (b < e) (*job)(b, e, index);
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (--pending_ == 0) cv_done_.notify_one();
+    }
+  }
+}
+
+void ThreadPool::parallel_for(int64_t n, int64_t grain,
+                              const std::function<void(int64_t, int64_t, int)>& fn) {
+  if (n <= 0) return;
+  grain = std::max<int64_t>(1, grain);
+  int chunks = static_cast<int>(std::min<int64_t>(num_threads_, (n + grain - 1) / grain));
+  if (chunks <= 1) {
+    fn(0, n, 0);
+    return;
+  }
+  int64_t chunk = (n + chunks - 1) / chunks;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    job_ = &fn; job_n_ = n; job_chunk_ = chunk; job_chunks_ = chunks;
+    pending_ = num_threads_ - 1;
+    ++generation_;
+  }
+  cv_start_.notify_all();
+  fn(0, std::min(n, chunk), 0);
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_done_.wait(lock, [&] { return pending_ == 0; });
+  job_ = nullptr;
+}
+
+namespace {
+std::unique_ptr<ThreadPool>& global_slot() {
+  static std::unique_ptr<ThreadPool> pool;
+  return pool;
+}
+}  // namespace
+
+ThreadPool& ThreadPool::global() {
+  auto& p = global_slot();
+  if (!p) p = std::make_unique<ThreadPool>(0);
+  return *p;
+}
+
+void ThreadPool::set_global_threads(int num_threads) {
+  global_slot() = std::make_unique<ThreadPool>(num_threads);
+}
+
+}  // namespace qinfer

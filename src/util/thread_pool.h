@@ -1,0 +1,52 @@
+// A fixed pool of worker threads for data-parallel loops. Kernels and model
+// code call parallel_for; it splits [0, n) into contiguous chunks, runs them on
+// the workers plus the calling thread, and returns when all are done.
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace qinfer {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int num_threads);  // total threads, caller included; <=0 means all cores
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return num_threads_; }
+
+  // fn(begin, end, thread_index) over contiguous chunks of [0, n). Chunks hold at
+  // least `grain` items. Not reentrant: do not call parallel_for from inside fn.
+  void parallel_for(int64_t n, int64_t grain,
+                    const std::function<void(int64_t, int64_t, int)>& fn);
+
+  // The process-wide pool (created on first use with all cores, or set_threads).
+  static ThreadPool& global();
+  static void set_global_threads(int num_threads);
+
+ private:
+  void worker(int index);
+
+  int num_threads_;
+  std::vector<std::thread> threads_;
+  std::mutex mu_;
+  std::condition_variable cv_start_, cv_done_;
+  const std::function<void(int64_t, int64_t, int)>* job_ = nullptr;
+  int64_t job_n_ = 0, job_chunk_ = 0;
+  int job_chunks_ = 0;
+  uint64_t generation_ = 0;
+  int pending_ = 0;
+  bool stop_ = false;
+};
+
+inline void parallel_for(int64_t n, int64_t grain,
+                         const std::function<void(int64_t, int64_t, int)>& fn) {
+  ThreadPool::global().parallel_for(n, grain, fn);
+}
+
+}  // namespace qinfer
