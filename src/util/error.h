@@ -2,8 +2,11 @@
 // failed operations. Its message always names the offending thing (file,
 // tensor, config key, request field) so the CLI and server can print it as is.
 #pragma once
+#include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <type_traits>
 
 namespace qinfer {
 
@@ -12,20 +15,26 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& msg) : std::runtime_error(msg) {}
 };
 
-// Throws qinfer::Error built from the pieces, e.g. fail("file ", path, ": truncated").
-template <typename... Args>
-[[noreturn]] void fail(const Args&... args);
-
-std::string str_cat_impl(std::initializer_list<std::string> parts);
-
 namespace detail {
-inline std::string to_str(const std::string& s) { return s; }
-inline std::string to_str(const char* s) { return s; }
-inline std::string to_str(char c) { return std::string(1, c); }
 template <typename T>
-std::string to_str(const T& v) { return std::to_string(v); }
+std::string to_str(const T& v) {
+  if constexpr (std::is_convertible_v<const T&, std::string_view>) {
+    return std::string(std::string_view(v));
+  } else if constexpr (std::is_same_v<T, char>) {
+    return std::string(1, v);
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return v ? "true" : "false";
+  } else if constexpr (std::is_arithmetic_v<T>) {
+    return std::to_string(v);
+  } else {
+    std::ostringstream os;
+    os << v;
+    return os.str();
+  }
+}
 }  // namespace detail
 
+// Concatenates strings and numbers: cat("layer ", 3, ": ", name).
 template <typename... Args>
 std::string cat(const Args&... args) {
   std::string out;
@@ -33,6 +42,7 @@ std::string cat(const Args&... args) {
   return out;
 }
 
+// Throws qinfer::Error built from the pieces, e.g. fail("file ", path, ": truncated").
 template <typename... Args>
 [[noreturn]] void fail(const Args&... args) {
   throw Error(cat(args...));
