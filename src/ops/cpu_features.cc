@@ -1,0 +1,66 @@
+#include "ops/cpu_features.h"
+
+#include <cpuid.h>
+
+#include <cstdint>
+
+namespace qinfer::ops {
+namespace {
+
+uint64_t xgetbv0() {
+  uint32_t lo, hi;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (static_cast<uint64_t>(hi) << 32) | lo;
+}
+
+CpuFeatures detect() {
+  CpuFeatures f;
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
+  const bool osxsave = c & (1u << 27);
+  const bool fma = c & (1u << 12), f16c = c & (1u << 29), avx = c & (1u << 28);
+  if (!osxsave || !avx) return f;
+  const uint64_t xcr0 = xgetbv0();
+  const bool ymm_state = (xcr0 & 0x6) == 0x6;
+  const bool zmm_state = (xcr0 & 0xe6) == 0xe6;
+  if (!ymm_state) return f;
+  unsigned max_leaf = __get_cpuid_max(0, nullptr);
+  if (max_leaf < 7) return f;
+  __cpuid_count(7, 0, a, b, c, d);
+  f.avx2 = b & (1u << 5);
+  f.fma = fma;
+  f.f16c = f16c;
+  if (zmm_state) {
+    f.avx512f = b & (1u << 16);
+    f.avx512dq = b & (1u << 17);
+    f.avx512bw = b & (1u << 30);
+    f.avx512vl = b & (1u << 31);
+    f.avx512vnni = c & (1u << 11);
+    unsigned a1, b1, c1, d1;
+    __cpuid_count(7, 1, a1, b1, c1, d1);
+    f.avx512bf16 = a1 & (1u << 5);
+  }
+  return f;
+}
+
+}  // namespace
+
+std::string CpuFeatures::describe() const {
+  std::string s;
+  auto add = [&](bool on, const char* name) {
+    if (!on) return;
+    if (!s.empty()) s += ' ';
+    s += name;
+  };
+  add(avx2, "avx2"); add(fma, "fma"); add(f16c, "f16c");
+  add(avx512f, "avx512f"); add(avx512bw, "avx512bw"); add(avx512vl, "avx512vl");
+  add(avx512dq, "avx512dq"); add(avx512vnni, "avx512_vnni"); add(avx512bf16, "avx512_bf16");
+  return s.empty() ? "baseline" : s;
+}
+
+const CpuFeatures& cpu_features() {
+  static const CpuFeatures f = detect();
+  return f;
+}
+
+}  // namespace qinfer::ops

@@ -1,0 +1,248 @@
+// Public kernel entry points: validation, path selection (cpuid + QINFER_KERNELS)
+// and threading over output rows. The per-ISA row kernels live in kernels_*.cc.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "ops/cpu_features.h"
+#include "ops/kernel_table.h"
+#include "util/error.h"
+#include "util/thread_pool.h"
+
+namespace qinfer::ops {
+namespace {
+
+using detail::KernelTable;
+
+const KernelTable* table_by_name(const std::string& name) {
+  const CpuFeatures& f = cpu_features();
+  if (name.empty()) {
+    if (f.has_avx512_path()) return &detail::avx512_kernels();
+    if (f.has_avx2_path()) return &detail::avx2_kernels();
+    return &detail::scalar_kernels();
+  }
+  if (name == "scalar") return &detail::scalar_kernels();
+  if (name == "avx2") {
+    if (!f.has_avx2_path()) fail("kernel path avx2 needs avx2+fma+f16c; this CPU has: ", f.describe());
+    return &detail::avx2_kernels();
+  }
+  if (name == "avx512") {
+    if (!f.has_avx512_path())
+      fail("kernel path avx512 needs avx512f/bw/vl/dq/vnni/bf16; this CPU has: ", f.describe());
+    return &detail::avx512_kernels();
+  }
+  fail("unknown kernel path '", name, "' (QINFER_KERNELS must be scalar, avx2 or avx512)");
+}
+
+std::atomic<const KernelTable*>& table_slot() {
+  static std::atomic<const KernelTable*> slot{nullptr};
+  return slot;
+}
+
+const KernelTable& table() {
+  const KernelTable* t = table_slot().load(std::memory_order_acquire);
+  if (!t) {
+    const char* env = std::getenv("QINFER_KERNELS");
+    t = table_by_name(env ? env : "");
+    table_slot().store(t, std::memory_order_release);
+  }
+  return *t;
+}
+
+constexpr int64_t kRowBlock = 16;          // rows per scheduling unit
+constexpr double kMinChunkWork = 256e3;    // ~bytes (+ flops / 2) per thread chunk
+
+thread_local bool t_in_kernel = false;
+
+// Runs fn(row_begin, row_end) over [0, rows) in 16-row aligned contiguous chunks,
+// one per thread, or inline when small or already inside a kernel.
+template <typename Fn>
+void for_rows(int64_t rows, double work_per_row, const Fn& fn) {
+  const int64_t blocks = (rows + kRowBlock - 1) / kRowBlock;
+  const double block_work = std::max(1.0, work_per_row * kRowBlock);
+  const int64_t grain = std::max<int64_t>(1, static_cast<int64_t>(kMinChunkWork / block_work));
+  if (t_in_kernel || blocks <= grain) {
+    fn(0, rows);
+    return;
+  }
+  parallel_for(blocks, grain, [&](int64_t b, int64_t e, int) {
+    t_in_kernel = true;
+    fn(b * kRowBlock, std::min(rows, e * kRowBlock));
+    t_in_kernel = false;
+  });
+}
+
+int64_t elem_bytes(WType t) {
+  switch (t) {
+    case WType::F32: return 4;
+    case WType::BF16: case WType::F16: return 2;
+    case WType::Q8: return 1;
+  }
+  return 0;
+}
+
+void check_dense(const DenseMatrix& W, const char* what) {
+  if (W.rows <= 0 || W.cols <= 0) fail(what, ": weight matrix has no shape (", W.rows, " x ", W.cols, ")");
+  if (!W.weights()) fail(what, ": weight matrix has no data");
+  if (W.type == WType::Q8) {
+    if (static_cast<int64_t>(W.row_scale.size()) != W.rows)
+      fail(what, ": Q8 matrix has ", W.row_scale.size(), " row scales for ", W.rows, " rows");
+    if (!W.owned.empty() && static_cast<int64_t>(W.owned.size()) != W.rows * W.cols)
+      fail(what, ": Q8 matrix holds ", W.owned.size(), " codes, expected ", W.rows * W.cols);
+  }
+}
+
+void check_io(const float* X, int64_t n, const float* Y, const char* what) {
+  if (n < 0) fail(what, ": negative row count n = ", n);
+  if (n > 0 && (!X || !Y)) fail(what, ": X and Y must be non-null");
+}
+
+// Activations in packed column order when the layout needs it.
+const float* gptq_input(const GptqMatrix& W, const float* X, int64_t n, std::vector<float>& buf) {
+  if (W.identity_layout()) return X;
+  const int64_t kp = W.padded_cols();
+  buf.resize(n * kp);
+  for (int64_t j = 0; j < n; ++j) W.gather_input(X + j * W.cols(), buf.data() + j * kp);
+  return buf.data();
+}
+
+}  // namespace
+
+const char* wtype_name(WType t) {
+  switch (t) {
+    case WType::F32: return "F32";
+    case WType::BF16: return "BF16";
+    case WType::F16: return "F16";
+    case WType::Q8: return "Q8";
+  }
+  return "?";
+}
+
+int64_t DenseMatrix::bytes() const {
+  return rows * cols * elem_bytes(type) + static_cast<int64_t>(row_scale.size() * sizeof(float));
+}
+
+DenseMatrix dense_view(WType t, const void* data, int64_t rows, int64_t cols) {
+  if (t == WType::Q8) fail("dense_view: Q8 matrices are made by dense_to_q8, not borrowed");
+  if (t != WType::F32 && t != WType::BF16 && t != WType::F16) fail("dense_view: invalid weight type");
+  if (rows <= 0 || cols <= 0) fail("dense_view: rows and cols must be positive (got ", rows, " x ", cols, ")");
+  if (!data) fail("dense_view: data is null");
+  DenseMatrix m;
+  m.type = t;
+  m.rows = rows;
+  m.cols = cols;
+  m.data = data;
+  return m;
+}
+
+DenseMatrix dense_to_q8(const DenseMatrix& src) {
+  check_dense(src, "dense_to_q8");
+  DenseMatrix m;
+  m.type = WType::Q8;
+  m.rows = src.rows;
+  m.cols = src.cols;
+  if (src.type == WType::Q8) {
+    m.owned.assign(static_cast<const uint8_t*>(src.weights()),
+                   static_cast<const uint8_t*>(src.weights()) + src.rows * src.cols);
+    m.row_scale = src.row_scale;
+    m.data = m.owned.data();
+    return m;
+  }
+  m.owned.resize(src.rows * src.cols);
+  m.row_scale.resize(src.rows);
+  const int64_t K = src.cols;
+  const void* p = src.weights();
+  auto get = [&](int64_t i) -> float {
+    switch (src.type) {
+      case WType::F32: return static_cast<const float*>(p)[i];
+      case WType::BF16: return detail::bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
+      default: return detail::f16_to_f32(static_cast<const uint16_t*>(p)[i]);
+    }
+  };
+  std::atomic<int64_t> bad{-1};  // first non-finite weight seen (threads must not throw)
+  for_rows(src.rows, static_cast<double>(K) * 8, [&](int64_t r0, int64_t r1) {
+    std::vector<float> row(K);
+    for (int64_t r = r0; r < r1; ++r) {
+      float amax = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        row[k] = get(r * K + k);
+        if (!std::isfinite(row[k])) {
+          int64_t none = -1;
+          bad.compare_exchange_strong(none, r * K + k);
+          row[k] = 0;
+        }
+        amax = std::max(amax, std::fabs(row[k]));
+      }
+      const float scale = amax > 0 ? amax / 127.0f : 1.0f;
+      const float inv = 1.0f / scale;
+      int8_t* out = reinterpret_cast<int8_t*>(m.owned.data()) + r * K;
+      for (int64_t k = 0; k < K; ++k)
+        out[k] = static_cast<int8_t>(std::clamp(std::lround(row[k] * inv), -127l, 127l));
+      m.row_scale[r] = scale;
+    }
+  });
+  if (bad >= 0) fail("dense_to_q8: weight [", bad / K, "][", bad % K, "] is not finite");
+  m.data = m.owned.data();
+  return m;
+}
+
+void matmul(const DenseMatrix& W, const float* X, int64_t n, float* Y) {
+  check_dense(W, "matmul");
+  check_io(X, n, Y, "matmul");
+  if (n == 0) return;
+  const KernelTable& t = table();
+  const double work = static_cast<double>(W.cols) * (elem_bytes(W.type) + n);
+  for_rows(W.rows, work, [&](int64_t r0, int64_t r1) { t.dense_rows(W, X, n, Y, r0, r1); });
+}
+
+void matmul(const GptqMatrix& W, const float* X, int64_t n, float* Y) {
+  check_io(X, n, Y, "matmul (gptq)");
+  if (n == 0) return;
+  const KernelTable& t = table();
+  std::vector<float> buf;
+  const float* xp = gptq_input(W, X, n, buf);
+  const double work = static_cast<double>(W.padded_cols()) * (0.5 + n);
+  for_rows(W.rows(), work, [&](int64_t r0, int64_t r1) { t.gptq_rows(W, xp, n, Y, r0, r1); });
+}
+
+void matmul_batch(const GptqProduct* items, size_t count) {
+  const KernelTable& t = table();
+  std::vector<std::vector<float>> bufs(count);
+  std::vector<const float*> xs(count, nullptr);
+  std::vector<int64_t> row_start(count + 1, 0);  // items' rows laid end to end, 16-aligned
+  double work = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const GptqProduct& it = items[i];
+    int64_t rows = 0;
+    if (it.n != 0) {
+      if (!it.W) fail("matmul_batch: item ", i, " has no weight matrix");
+      check_io(it.X, it.n, it.Y, "matmul_batch");
+      xs[i] = gptq_input(*it.W, it.X, it.n, bufs[i]);
+      rows = (it.W->rows() + kRowBlock - 1) / kRowBlock * kRowBlock;
+      work += static_cast<double>(it.W->padded_cols()) * (0.5 + it.n) * it.W->rows();
+    }
+    row_start[i + 1] = row_start[i] + rows;
+  }
+  const int64_t total = row_start[count];
+  if (total == 0) return;
+  for_rows(total, work / total, [&](int64_t b, int64_t e) {
+    size_t i = std::upper_bound(row_start.begin(), row_start.end(), b) - row_start.begin() - 1;
+    for (; i < count && row_start[i] < e; ++i) {
+      if (items[i].n == 0) continue;
+      const int64_t lo = std::max(b, row_start[i]) - row_start[i];
+      const int64_t hi = std::min({e - row_start[i], items[i].W->rows()});
+      if (lo < hi) t.gptq_rows(*items[i].W, xs[i], items[i].n, items[i].Y, lo, hi);
+    }
+  });
+}
+
+const char* kernel_path() { return table().name; }
+
+void set_kernel_path(const char* name) {
+  table_slot().store(table_by_name(name ? name : ""), std::memory_order_release);
+}
+
+}  // namespace qinfer::ops

@@ -1,0 +1,98 @@
+#include "ops/gptq_pack.h"
+
+#include <cmath>
+
+#include "util/error.h"
+
+namespace qinfer::ops {
+
+int64_t GptqMatrix::bytes() const {
+  return static_cast<int64_t>(codes_.size() + scale_.size() * sizeof(float) + zero_.size() * sizeof(int32_t));
+}
+
+void GptqMatrix::gather_input(const float* x, float* xp) const {
+  if (perm_.empty()) {
+    for (int64_t p = 0; p < kp_; ++p) xp[p] = x[p];
+    return;
+  }
+  for (int64_t p = 0; p < kp_; ++p) xp[p] = perm_[p] < 0 ? 0.0f : x[perm_[p]];
+}
+
+std::unique_ptr<GptqMatrix> gptq_pack(const GptqCanonical& c) {
+  if (c.rows <= 0 || c.cols <= 0) fail("gptq_pack: rows and cols must be positive (got ", c.rows, " x ", c.cols, ")");
+  if (c.group_size <= 0) fail("gptq_pack: group_size must be positive (got ", c.group_size, ")");
+  if (!c.q || !c.scale || !c.zero) fail("gptq_pack: q, scale and zero must be non-null");
+  if (!c.g_idx && c.cols % c.group_size != 0)
+    fail("gptq_pack: group_size ", c.group_size, " does not divide cols ", c.cols, " and there is no g_idx");
+  constexpr int B = GptqMatrix::kBlock;
+  const int64_t rows = c.rows, cols = c.cols;
+  const int64_t groups = (cols + c.group_size - 1) / c.group_size;
+
+  // Group of each source column, then columns bucketed by group (stable order).
+  std::vector<int32_t> gcol(cols);
+  for (int64_t i = 0; i < cols; ++i) {
+    const int64_t g = c.g_idx ? c.g_idx[i] : i / c.group_size;
+    if (g < 0 || g >= groups) fail("gptq_pack: g_idx[", i, "] = ", g, " is outside 0..", groups - 1);
+    gcol[i] = static_cast<int32_t>(g);
+  }
+  std::vector<int64_t> count(groups, 0);
+  for (int64_t i = 0; i < cols; ++i) ++count[gcol[i]];
+
+  auto m = std::unique_ptr<GptqMatrix>(new GptqMatrix());
+  m->rows_ = rows;
+  m->cols_ = cols;
+  m->groups_ = groups;
+  m->gofs_.assign(groups + 1, 0);
+  for (int64_t g = 0; g < groups; ++g) m->gofs_[g + 1] = m->gofs_[g] + (count[g] + B - 1) / B * B;
+  const int64_t kp = m->gofs_[groups];
+  m->kp_ = kp;
+
+  std::vector<int32_t> perm(kp, -1);
+  {
+    std::vector<int64_t> fill(m->gofs_.begin(), m->gofs_.end() - 1);
+    for (int64_t i = 0; i < cols; ++i) perm[fill[gcol[i]]++] = static_cast<int32_t>(i);
+  }
+  bool identity = kp == cols;
+  for (int64_t p = 0; identity && p < kp; ++p) identity = perm[p] == p;
+  // Group of each packed column (padding belongs to the group it pads).
+  std::vector<int32_t> pgroup(kp);
+  for (int64_t g = 0; g < groups; ++g)
+    for (int64_t p = m->gofs_[g]; p < m->gofs_[g + 1]; ++p) pgroup[p] = static_cast<int32_t>(g);
+
+  m->scale_.resize(rows * groups);
+  m->zero_.resize(rows * groups);
+  for (int64_t i = 0; i < rows * groups; ++i) {
+    if (c.zero[i] > 15) fail("gptq_pack: zero[", i / groups, "][", i % groups, "] = ", int(c.zero[i]), " is not a 4-bit value");
+    if (!std::isfinite(c.scale[i])) fail("gptq_pack: scale[", i / groups, "][", i % groups, "] is not finite");
+    m->scale_[i] = c.scale[i];
+    m->zero_[i] = c.zero[i];
+  }
+
+  m->codes_.resize(rows * (kp / 2));
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint8_t* q = c.q + r * cols;
+    const int32_t* z = m->zero_.data() + r * groups;
+    uint8_t* out = m->codes_.data() + r * (kp / 2);
+    auto code = [&](int64_t p) -> uint32_t {
+      const int32_t src = identity ? static_cast<int32_t>(p) : perm[p];
+      if (src < 0) return static_cast<uint32_t>(z[pgroup[p]]);
+      return q[src];
+    };
+    uint8_t bad = 0;
+    for (int64_t b = 0; b < kp; b += B) {
+      for (int i = 0; i < B / 2; ++i) {
+        const uint32_t lo = code(b + i), hi = code(b + i + B / 2);
+        bad |= static_cast<uint8_t>(lo | hi);
+        out[b / 2 + i] = static_cast<uint8_t>(lo | (hi << 4));
+      }
+    }
+    if (bad > 15) {
+      for (int64_t i = 0; i < cols; ++i)
+        if (q[i] > 15) fail("gptq_pack: q[", r, "][", i, "] = ", int(q[i]), " is not a 4-bit value");
+    }
+  }
+  if (!identity) m->perm_ = std::move(perm);
+  return m;
+}
+
+}  // namespace qinfer::ops

@@ -1,0 +1,67 @@
+// GPTQ int4 weights: the canonical form the loader hands over (one byte per code,
+// float scales) and GptqMatrix, the repacked layout the kernels read.
+//
+// Packed layout: input columns are reordered so every group is one contiguous
+// run (this undoes desc_act's g_idx permutation), each run is padded to a
+// multiple of 32 columns, and each row stores its codes as 16 bytes per block of
+// 32 columns: byte j holds column j in the low nibble and column j+16 in the
+// high nibble. Padding codes equal the group's zero point, so they weigh 0.
+// Per row and group: fp32 scale and the integer zero point.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace qinfer::ops {
+
+// w[o][i] = scale[o][g(i)] * (q[o][i] - zero[o][g(i)]), q and zero in 0..15,
+// g(i) = g_idx[i] (or i / group_size when g_idx is null).
+// scale and zero hold ceil(cols / group_size) groups per row.
+struct GptqCanonical {
+  int64_t rows = 0;  // out features
+  int64_t cols = 0;  // in features
+  int group_size = 0;
+  const uint8_t* q = nullptr;        // [rows][cols]
+  const float* scale = nullptr;      // [rows][groups]
+  const uint8_t* zero = nullptr;     // [rows][groups]
+  const int32_t* g_idx = nullptr;    // [cols] or nullptr
+};
+
+class GptqMatrix {
+ public:
+  static constexpr int kBlock = 32;  // columns per packed block (16 bytes)
+
+  int64_t rows() const { return rows_; }
+  int64_t cols() const { return cols_; }
+  // Bytes the kernels stream per product (codes + scales + zeros).
+  int64_t bytes() const;
+
+  // Packed columns (>= cols, multiple of kBlock) and groups.
+  int64_t padded_cols() const { return kp_; }
+  int64_t groups() const { return groups_; }
+  // True when padded column p is source column p (no reordering, no padding);
+  // otherwise activations go through gather_input first.
+  bool identity_layout() const { return perm_.empty(); }
+  // Xp[p] = X[perm[p]] (0 for padding): activations in packed column order.
+  void gather_input(const float* x, float* xp) const;
+
+  const uint8_t* row_codes(int64_t r) const { return codes_.data() + r * (kp_ / 2); }
+  const float* row_scales(int64_t r) const { return scale_.data() + r * groups_; }
+  const int32_t* row_zeros(int64_t r) const { return zero_.data() + r * groups_; }
+  // Packed column range of group g: [group_begin(g), group_begin(g + 1)).
+  int64_t group_begin(int64_t g) const { return gofs_[g]; }
+
+ private:
+  friend std::unique_ptr<GptqMatrix> gptq_pack(const GptqCanonical& c);
+  int64_t rows_ = 0, cols_ = 0, kp_ = 0, groups_ = 0;
+  std::vector<int32_t> perm_;   // [kp] source column or -1; empty = identity
+  std::vector<int64_t> gofs_;   // [groups + 1]
+  std::vector<uint8_t> codes_;  // [rows][kp / 2]
+  std::vector<float> scale_;    // [rows][groups]
+  std::vector<int32_t> zero_;   // [rows][groups]
+};
+
+// Validates c (throws qinfer::Error naming the field) and repacks it.
+std::unique_ptr<GptqMatrix> gptq_pack(const GptqCanonical& c);
+
+}  // namespace qinfer::ops

@@ -1,0 +1,61 @@
+// Matrix kernels for inference: dense (F32/BF16/F16/Q8) and GPTQ int4 weights
+// times fp32 activations, with runtime CPU dispatch (AVX-512, AVX2, scalar).
+// Every entry point splits output rows across the global thread pool
+// (qinfer::parallel_for); do not call them from inside a parallel_for body.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "ops/gptq_pack.h"
+
+namespace qinfer::ops {
+
+enum class WType { F32, BF16, F16, Q8 /* int8 per-row scale, for --dense int8 */ };
+const char* wtype_name(WType t);
+
+// A dense weight matrix W [rows=out, cols=in], row-major as in the checkpoint
+// (PyTorch Linear). Either borrows the mmapped checkpoint bytes (BF16/F16/F32)
+// or owns a re-encoded copy (Q8: int8 codes in `owned`, w = code * row_scale[r]).
+struct DenseMatrix {
+  WType type = WType::F32;
+  int64_t rows = 0, cols = 0;
+  const void* data = nullptr;
+  std::vector<uint8_t> owned;
+  std::vector<float> row_scale;
+
+  // The weight bytes (owned ones when present, so copies stay valid).
+  const void* weights() const { return owned.empty() ? data : owned.data(); }
+  int64_t bytes() const;
+};
+
+DenseMatrix dense_view(WType t, const void* data, int64_t rows, int64_t cols);
+DenseMatrix dense_to_q8(const DenseMatrix& m);  // --dense int8
+
+// Y[n][rows] = X[n][cols] · Wᵀ ; X, Y float32 row-major. n = 1 is the decode
+// (matrix-vector) case. Accumulates in fp32 with fp32 activations.
+void matmul(const DenseMatrix& W, const float* X, int64_t n, float* Y);
+
+// GPTQ int4 (see gptq_pack.h). Dequantizes in registers, fp32 FMA.
+void matmul(const GptqMatrix& W, const float* X, int64_t n, float* Y);
+
+// Several GPTQ products in one parallel pass (e.g. the experts of one MoE layer,
+// tokens grouped by expert). Items with n == 0 are skipped.
+struct GptqProduct {
+  const GptqMatrix* W = nullptr;
+  const float* X = nullptr;  // [n][W->cols()]
+  int64_t n = 0;
+  float* Y = nullptr;        // [n][W->rows()]
+};
+void matmul_batch(const GptqProduct* items, size_t count);
+
+// Which path runs ("avx512", "avx2", "scalar"); the environment variable
+// QINFER_KERNELS=scalar|avx2|avx512 forces one (an error if the CPU lacks it).
+const char* kernel_path();
+
+// Tests and benchmarks: force a path by name ("" = best available). Throws
+// qinfer::Error for an unknown name or one this CPU cannot run.
+void set_kernel_path(const char* name);
+
+}  // namespace qinfer::ops
