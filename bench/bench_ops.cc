@@ -1,0 +1,146 @@
+// Kernel microbenchmarks: counters GB (weight bytes streamed) and GFLOP, shown
+// as rates (GB/s, GFLOP/s).
+// One registration per kernel path this CPU supports, e.g.
+//   build-ops/bench/bench_ops --benchmark_filter=avx512
+// Threads: the global pool (all cores).
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ops/bandwidth.h"
+#include "ops/cpu_features.h"
+#include "ops/kernels.h"
+
+namespace {
+
+using namespace qinfer::ops;
+
+// Cheap deterministic fill (the lm_head buffer is 1 GB).
+void fill_bf16(std::vector<uint16_t>& v) {
+  uint32_t s = 12345;
+  for (auto& h : v) {
+    s = s * 1664525u + 1013904223u;
+    h = static_cast<uint16_t>(0x3c00 | ((s >> 16) & 0x83ff));  // |w| in [2^-7, 2^-6), random sign
+  }
+}
+
+const std::vector<uint16_t>& bf16_weights(int64_t rows, int64_t cols) {
+  static std::map<std::pair<int64_t, int64_t>, std::vector<uint16_t>> cache;
+  auto& v = cache[{rows, cols}];
+  if (v.empty()) {
+    v.resize(rows * cols);
+    fill_bf16(v);
+  }
+  return v;
+}
+
+const GptqMatrix& int4_weights(int64_t rows, int64_t cols, int index = 0) {
+  static std::map<std::tuple<int64_t, int64_t, int>, std::unique_ptr<GptqMatrix>> cache;
+  auto& m = cache[{rows, cols, index}];
+  if (!m) {
+    std::mt19937 rng(index);
+    const int gs = 32;
+    std::vector<uint8_t> q(rows * cols), z(rows * (cols / gs), 8);
+    std::vector<float> s(rows * (cols / gs), 0.01f);
+    for (auto& c : q) c = rng() & 15;
+    m = gptq_pack({rows, cols, gs, q.data(), s.data(), z.data(), nullptr});
+  }
+  return *m;
+}
+
+std::vector<float> activations(int64_t n, int64_t cols) {
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::vector<float> x(n * cols);
+  for (auto& v : x) v = d(rng);
+  return x;
+}
+
+void report(benchmark::State& st, double bytes, double flops) {
+  st.counters["GB"] = benchmark::Counter(bytes * st.iterations() / 1e9, benchmark::Counter::kIsRate);
+  st.counters["GFLOP"] = benchmark::Counter(flops * st.iterations() / 1e9, benchmark::Counter::kIsRate);
+}
+
+void bm_dense(benchmark::State& st, std::string path, WType t, int64_t rows, int64_t cols, int64_t n) {
+  set_kernel_path(path.c_str());
+  DenseMatrix w = dense_view(WType::BF16, bf16_weights(rows, cols).data(), rows, cols);
+  if (t == WType::Q8) w = dense_to_q8(w);
+  auto x = activations(n, cols);
+  std::vector<float> y(n * rows);
+  for (auto _ : st) {
+    matmul(w, x.data(), n, y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  report(st, static_cast<double>(w.bytes()), 2.0 * rows * cols * n);
+  set_kernel_path("");
+}
+
+void bm_int4(benchmark::State& st, std::string path, int64_t rows, int64_t cols, int64_t n, int experts) {
+  set_kernel_path(path.c_str());
+  std::vector<GptqProduct> items;
+  auto x = activations(n, cols);
+  std::vector<std::vector<float>> ys(experts, std::vector<float>(n * rows));
+  double bytes = 0;
+  for (int e = 0; e < experts; ++e) {
+    const GptqMatrix& m = int4_weights(rows, cols, e);
+    items.push_back({&m, x.data(), n, ys[e].data()});
+    bytes += m.bytes();
+  }
+  for (auto _ : st) {
+    if (experts == 1) matmul(*items[0].W, x.data(), n, ys[0].data());
+    else matmul_batch(items.data(), items.size());
+    benchmark::DoNotOptimize(ys[0].data());
+  }
+  report(st, bytes, 2.0 * rows * cols * n * experts);
+  set_kernel_path("");
+}
+
+void bm_bandwidth(benchmark::State& st) {
+  Bandwidth b;
+  for (auto _ : st) b = measure_bandwidth(int64_t{256} << 20, 3);
+  st.counters["triad_GB/s"] = b.triad_gbs;
+  st.counters["read_GB/s"] = b.read_gbs;
+  st.counters["threads"] = b.threads;
+}
+
+int register_all() {
+  benchmark::RegisterBenchmark("memory_bandwidth", bm_bandwidth)->Iterations(1)->Unit(benchmark::kMillisecond);
+  std::vector<std::string> paths{"scalar"};
+  if (cpu_features().has_avx2_path()) paths.push_back("avx2");
+  if (cpu_features().has_avx512_path()) paths.push_back("avx512");
+  for (const auto& p : paths) {
+    auto dense = [&](const char* name, WType t, int64_t rows, int64_t cols, int64_t n) {
+      benchmark::RegisterBenchmark((std::string(name) + "/" + p).c_str(), bm_dense, p, t, rows, cols, n)
+          ->Unit(benchmark::kMillisecond)->UseRealTime();
+    };
+    auto int4 = [&](const char* name, int64_t rows, int64_t cols, int64_t n, int experts) {
+      benchmark::RegisterBenchmark((std::string(name) + "/" + p).c_str(), bm_int4, p, rows, cols, n, experts)
+          ->Unit(benchmark::kMicrosecond)->UseRealTime();
+    };
+    const bool fast = p != "scalar";
+    if (fast) dense("bf16_matvec_lm_head_2048x248320", WType::BF16, 248320, 2048, 1);
+    dense("bf16_matvec_2048x8192", WType::BF16, 8192, 2048, 1);
+    dense("bf16_matvec_8192x2048", WType::BF16, 2048, 8192, 1);
+    dense("bf16_matmul_2048x8192_n4", WType::BF16, 8192, 2048, 4);
+    dense("q8_matvec_2048x8192", WType::Q8, 8192, 2048, 1);
+    int4("int4_matvec_expert_512x2048", 512, 2048, 1, 1);
+    int4("int4_matvec_8experts_512x2048", 512, 2048, 1, 8);
+    int4("int4_matvec_64experts_512x2048", 512, 2048, 1, 64);
+    if (fast) {
+      dense("bf16_matmul_2048x8192_n64", WType::BF16, 8192, 2048, 64);
+      dense("bf16_matmul_2048x8192_n512", WType::BF16, 8192, 2048, 512);
+      int4("int4_matmul_expert_512x2048_n64", 512, 2048, 64, 1);
+      int4("int4_matmul_expert_512x2048_n512", 512, 2048, 512, 1);
+    }
+  }
+  return 0;
+}
+
+const int registered = register_all();
+
+}  // namespace

@@ -1,0 +1,69 @@
+#include "ops/bandwidth.h"
+
+#include <emmintrin.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include "util/error.h"
+#include "util/thread_pool.h"
+
+namespace qinfer::ops {
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Floats per parallel chunk unit: 4 KiB, so threads work on page-aligned runs.
+constexpr int64_t kUnit = 1024;
+
+}  // namespace
+
+Bandwidth measure_bandwidth(int64_t bytes_per_array, int repeats) {
+  if (bytes_per_array < (int64_t{1} << 20)) fail("measure_bandwidth: bytes_per_array must be at least 1 MiB");
+  if (repeats < 1) fail("measure_bandwidth: repeats must be at least 1");
+  const int64_t units = bytes_per_array / 4 / kUnit, n = units * kUnit;
+  std::unique_ptr<float[]> a(new float[3 * n]);
+  float *pa = a.get(), *pb = pa + n, *pc = pb + n;
+  ThreadPool& pool = ThreadPool::global();
+  // First touch from the threads that will use each part.
+  pool.parallel_for(units, 1, [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b * kUnit; i < e * kUnit; ++i) { pa[i] = 0; pb[i] = 1; pc[i] = 2; }
+  });
+  Bandwidth r;
+  r.threads = pool.size();
+  r.bytes_per_array = n * 4;
+  double best_triad = 1e30, best_read = 1e30;
+  std::vector<double> sums(pool.size(), 0.0);
+  for (int rep = 0; rep < repeats; ++rep) {
+    double t0 = now_s();
+    pool.parallel_for(units, 1, [&](int64_t b, int64_t e, int) {
+      const __m128 s = _mm_set1_ps(3.0f);
+      for (int64_t i = b * kUnit; i < e * kUnit; i += 4)
+        _mm_storeu_ps(pa + i, _mm_add_ps(_mm_loadu_ps(pb + i), _mm_mul_ps(s, _mm_loadu_ps(pc + i))));
+    });
+    best_triad = std::min(best_triad, now_s() - t0);
+    t0 = now_s();
+    pool.parallel_for(3 * units, 1, [&](int64_t b, int64_t e, int t) {
+      __m128 s0 = _mm_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+      for (int64_t i = b * kUnit; i < e * kUnit; i += 16) {
+        s0 = _mm_add_ps(s0, _mm_loadu_ps(pa + i));
+        s1 = _mm_add_ps(s1, _mm_loadu_ps(pa + i + 4));
+        s2 = _mm_add_ps(s2, _mm_loadu_ps(pa + i + 8));
+        s3 = _mm_add_ps(s3, _mm_loadu_ps(pa + i + 12));
+      }
+      alignas(16) float v[4];
+      _mm_store_ps(v, _mm_add_ps(_mm_add_ps(s0, s1), _mm_add_ps(s2, s3)));
+      sums[t] += v[0] + v[1] + v[2] + v[3];
+    });
+    best_read = std::min(best_read, now_s() - t0);
+  }
+  r.triad_gbs = 3.0 * n * 4 / best_triad / 1e9;
+  r.read_gbs = 3.0 * n * 4 / best_read / 1e9;
+  return r;
+}
+
+}  // namespace qinfer::ops

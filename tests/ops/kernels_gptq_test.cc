@@ -1,0 +1,207 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "kernels_test_util.h"
+#include "util/error.h"
+
+namespace qinfer::ops {
+namespace {
+
+using testing::available_paths;
+using testing::expect_close;
+using testing::PathGuard;
+
+enum class GIdx { None, Explicit, Permuted };
+
+struct Canon {
+  int64_t rows, cols;
+  int gs;
+  std::vector<uint8_t> q, zero;
+  std::vector<float> scale;
+  std::vector<int32_t> g_idx;
+  GptqCanonical view() const {
+    return {rows, cols, gs, q.data(), scale.data(), zero.data(), g_idx.empty() ? nullptr : g_idx.data()};
+  }
+  float w(int64_t r, int64_t i) const {
+    const int64_t groups = (cols + gs - 1) / gs;
+    const int64_t g = g_idx.empty() ? i / gs : g_idx[i];
+    return scale[r * groups + g] * static_cast<float>(int(q[r * cols + i]) - int(zero[r * groups + g]));
+  }
+};
+
+Canon make_canon(int64_t rows, int64_t cols, int gs, bool sym, GIdx gi, std::mt19937& rng) {
+  Canon c{rows, cols, gs, {}, {}, {}, {}};
+  const int64_t groups = (cols + gs - 1) / gs;
+  std::uniform_int_distribution<int> code(0, 15);
+  c.q.resize(rows * cols);
+  for (auto& v : c.q) v = static_cast<uint8_t>(code(rng));
+  c.zero.resize(rows * groups);
+  for (auto& z : c.zero) z = sym ? 8 : static_cast<uint8_t>(code(rng));
+  c.scale = testing::random_floats(rng, rows * groups, 0.001f, 0.05f);
+  if (gi == GIdx::Explicit) {
+    c.g_idx.resize(cols);
+    for (int64_t i = 0; i < cols; ++i) c.g_idx[i] = static_cast<int32_t>(i / gs);
+  } else if (gi == GIdx::Permuted) {  // desc_act: g_idx = perm(i) / gs
+    std::vector<int32_t> perm(cols);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    c.g_idx.resize(cols);
+    for (int64_t i = 0; i < cols; ++i) c.g_idx[i] = perm[i] / gs;
+  }
+  return c;
+}
+
+void reference(const Canon& c, const std::vector<float>& x, int64_t n, std::vector<double>& ref,
+               std::vector<double>& mag) {
+  ref.assign(n * c.rows, 0);
+  mag.assign(n * c.rows, 0);
+  for (int64_t r = 0; r < c.rows; ++r)
+    for (int64_t i = 0; i < c.cols; ++i) {
+      const double w = c.w(r, i);
+      for (int64_t j = 0; j < n; ++j) {
+        const double p = w * x[j * c.cols + i];
+        ref[j * c.rows + r] += p;
+        mag[j * c.rows + r] += std::fabs(p);
+      }
+    }
+}
+
+struct Config { int64_t rows, cols; int gs; };
+const Config kConfigs[] = {{1, 32, 32}, {5, 64, 32}, {13, 192, 64}, {37, 256, 128}, {66, 384, 128},
+                           {9, 48, 16}, {11, 72, 24}, {3, 100, 100}};
+const int64_t kNs[] = {1, 2, 3, 7, 8, 33};
+
+class GptqByPath : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GptqByPath, MatchesCanonicalDequantization) {
+  PathGuard guard(GetParam());
+  std::mt19937 rng(11);
+  for (const Config& cf : kConfigs)
+    for (bool sym : {true, false})
+      for (GIdx gi : {GIdx::None, GIdx::Explicit, GIdx::Permuted}) {
+        Canon c = make_canon(cf.rows, cf.cols, cf.gs, sym, gi, rng);
+        auto m = gptq_pack(c.view());
+        ASSERT_EQ(m->rows(), cf.rows);
+        ASSERT_EQ(m->cols(), cf.cols);
+        for (int64_t n : kNs) {
+          auto x = testing::random_floats(rng, n * cf.cols);
+          std::vector<float> y(n * cf.rows, -999.0f);
+          matmul(*m, x.data(), n, y.data());
+          std::vector<double> ref, mag;
+          reference(c, x, n, ref, mag);
+          expect_close(y, ref, mag, 2e-6,
+                       qinfer::cat(GetParam(), " ", cf.rows, "x", cf.cols, " gs=", cf.gs, sym ? " sym" : " asym",
+                                   " g_idx=", int(gi), " n=", n));
+        }
+      }
+}
+
+TEST_P(GptqByPath, BatchMatchesSeparateProducts) {
+  PathGuard guard(GetParam());
+  std::mt19937 rng(5);
+  std::vector<Canon> cs;
+  std::vector<std::unique_ptr<GptqMatrix>> ms;
+  const int64_t ns[] = {1, 0, 3, 9, 2};
+  for (int e = 0; e < 5; ++e) {
+    cs.push_back(make_canon(40 + 7 * e, 128, 32, e % 2 == 0, e == 3 ? GIdx::Permuted : GIdx::None, rng));
+    ms.push_back(gptq_pack(cs.back().view()));
+  }
+  std::vector<std::vector<float>> xs(5), ys(5), want(5);
+  std::vector<GptqProduct> items;
+  for (int e = 0; e < 5; ++e) {
+    xs[e] = testing::random_floats(rng, ns[e] * 128);
+    ys[e].assign(ns[e] * ms[e]->rows(), -1.0f);
+    want[e].assign(ns[e] * ms[e]->rows(), 0.0f);
+    matmul(*ms[e], xs[e].data(), ns[e], want[e].data());
+    items.push_back({ms[e].get(), xs[e].data(), ns[e], ys[e].data()});
+  }
+  matmul_batch(items.data(), items.size());
+  for (int e = 0; e < 5; ++e) EXPECT_EQ(ys[e], want[e]) << "expert " << e;
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, GptqByPath, ::testing::ValuesIn(available_paths()),
+                         [](const auto& info) { return info.param; });
+
+TEST(GptqKernels, SimdPathsMatchScalarTwin) {
+  std::mt19937 rng(9);
+  Canon c = make_canon(150, 640, 64, false, GIdx::Permuted, rng);
+  auto m = gptq_pack(c.view());
+  for (int64_t n : {1, 3, 33}) {
+    auto x = testing::random_floats(rng, n * c.cols);
+    std::vector<float> want(n * c.rows);
+    {
+      PathGuard g("scalar");
+      matmul(*m, x.data(), n, want.data());
+    }
+    for (const auto& p : available_paths()) {
+      PathGuard g(p);
+      std::vector<float> y(n * c.rows);
+      matmul(*m, x.data(), n, y.data());
+      for (size_t i = 0; i < y.size(); ++i)
+        ASSERT_NEAR(y[i], want[i], 1e-4f * (1 + std::fabs(want[i]))) << p << " n=" << n << " " << i;
+    }
+  }
+}
+
+TEST(GptqKernels, LayoutAndSize) {
+  std::mt19937 rng(1);
+  Canon plain = make_canon(4, 256, 32, true, GIdx::None, rng);
+  auto m = gptq_pack(plain.view());
+  EXPECT_TRUE(m->identity_layout());
+  EXPECT_EQ(m->padded_cols(), 256);
+  EXPECT_EQ(m->groups(), 8);
+  EXPECT_EQ(m->bytes(), 4 * 128 + 4 * 8 * (4 + 4));
+  Canon odd = make_canon(4, 72, 24, true, GIdx::None, rng);
+  auto mo = gptq_pack(odd.view());
+  EXPECT_FALSE(mo->identity_layout());
+  EXPECT_EQ(mo->padded_cols(), 96);  // three groups of 24, each padded to 32
+  Canon perm = make_canon(4, 256, 32, true, GIdx::Permuted, rng);
+  EXPECT_FALSE(gptq_pack(perm.view())->identity_layout());
+  Canon expl = make_canon(4, 256, 32, true, GIdx::Explicit, rng);
+  EXPECT_TRUE(gptq_pack(expl.view())->identity_layout());
+}
+
+TEST(GptqKernels, BadInputIsAnError) {
+  std::mt19937 rng(2);
+  Canon c = make_canon(2, 64, 32, true, GIdx::Explicit, rng);
+  auto expect_error = [](const GptqCanonical& v, const char* needle) {
+    try {
+      gptq_pack(v);
+      ADD_FAILURE() << "no error for " << needle;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  GptqCanonical v = c.view();
+  v.group_size = 0;
+  expect_error(v, "group_size");
+  v = c.view();
+  v.cols = 60;
+  v.g_idx = nullptr;
+  expect_error(v, "does not divide");
+  v = c.view();
+  v.q = nullptr;
+  expect_error(v, "non-null");
+  Canon bad = c;
+  bad.q[70] = 16;
+  expect_error(bad.view(), "q[1][6]");
+  bad = c;
+  bad.zero[3] = 200;
+  expect_error(bad.view(), "zero[1][1]");
+  bad = c;
+  bad.g_idx[5] = 2;
+  expect_error(bad.view(), "g_idx[5]");
+  bad = c;
+  bad.scale[0] = NAN;
+  expect_error(bad.view(), "scale[0][0]");
+  float x[64] = {}, y[2];
+  auto m = gptq_pack(c.view());
+  EXPECT_THROW(matmul(*m, x, -1, y), Error);
+  GptqProduct item{nullptr, x, 1, y};
+  EXPECT_THROW(matmul_batch(&item, 1), Error);
+}
+
+}  // namespace
+}  // namespace qinfer::ops
