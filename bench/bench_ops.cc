@@ -2,9 +2,10 @@
 // as rates (GB/s, GFLOP/s).
 // One registration per kernel path this CPU supports, e.g.
 //   build-ops/bench/bench_ops --benchmark_filter=avx512
-// Threads: the global pool (all cores).
+// Threads: the global pool (all cores; QINFER_BENCH_THREADS=k uses k).
 #include <benchmark/benchmark.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -15,6 +16,7 @@
 #include "ops/bandwidth.h"
 #include "ops/cpu_features.h"
 #include "ops/kernels.h"
+#include "util/thread_pool.h"
 
 namespace {
 
@@ -109,6 +111,7 @@ void bm_bandwidth(benchmark::State& st) {
 }
 
 int register_all() {
+  if (const char* t = std::getenv("QINFER_BENCH_THREADS")) qinfer::ThreadPool::set_global_threads(std::atoi(t));
   benchmark::RegisterBenchmark("memory_bandwidth", bm_bandwidth)->Iterations(1)->Unit(benchmark::kMillisecond);
   std::vector<std::string> paths{"scalar"};
   if (cpu_features().has_avx2_path()) paths.push_back("avx2");

@@ -155,20 +155,32 @@ DenseMatrix dense_to_q8(const DenseMatrix& src) {
   m.row_scale.resize(src.rows);
   const int64_t K = src.cols;
   const void* p = src.weights();
-  auto get = [&](int64_t i) -> float {
+  auto load_row = [&](int64_t r, float* row) {
     switch (src.type) {
-      case WType::F32: return static_cast<const float*>(p)[i];
-      case WType::BF16: return detail::bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
-      default: return detail::f16_to_f32(static_cast<const uint16_t*>(p)[i]);
+      case WType::F32: {
+        const float* w = static_cast<const float*>(p) + r * K;
+        std::copy(w, w + K, row);
+        break;
+      }
+      case WType::BF16: {
+        const uint16_t* w = static_cast<const uint16_t*>(p) + r * K;
+        for (int64_t k = 0; k < K; ++k) row[k] = detail::bf16_to_f32(w[k]);
+        break;
+      }
+      default: {
+        const uint16_t* w = static_cast<const uint16_t*>(p) + r * K;
+        for (int64_t k = 0; k < K; ++k) row[k] = detail::f16_to_f32(w[k]);
+        break;
+      }
     }
   };
   std::atomic<int64_t> bad{-1};  // first non-finite weight seen (threads must not throw)
   for_rows(src.rows, static_cast<double>(K) * 8, [&](int64_t r0, int64_t r1) {
     std::vector<float> row(K);
     for (int64_t r = r0; r < r1; ++r) {
+      load_row(r, row.data());
       float amax = 0;
       for (int64_t k = 0; k < K; ++k) {
-        row[k] = get(r * K + k);
         if (!std::isfinite(row[k])) {
           int64_t none = -1;
           bad.compare_exchange_strong(none, r * K + k);

@@ -51,6 +51,7 @@ struct V {
     const __m128i lo = _mm_and_si128(b, m);
     const __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), m);
     const __m128i parts[4] = {lo, _mm_srli_si128(lo, 8), hi, _mm_srli_si128(hi, 8)};
+#pragma GCC unroll 4
     for (int i = 0; i < 4; ++i)
       out[i] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(parts[i]), z)), s);
   }

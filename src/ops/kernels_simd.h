@@ -11,6 +11,8 @@
 //    per-thread scratch and reused by every activation row of a 64-row block.
 // Not include-guarded on purpose (meant for exactly one inclusion per ISA file).
 
+#define QINFER_UNROLL _Pragma("GCC unroll 16")
+
 constexpr int64_t kPrefillMin = 8;
 constexpr int64_t kWBlock = 16;  // weight rows per prefill scratch
 constexpr int64_t kXBlock = 64;  // activation rows per prefill pass
@@ -44,27 +46,37 @@ inline void dense_tile(const E* w, int64_t ldw, const float* x, int64_t ldx, int
                        const float* rscale) {
   using T = typename V::T;
   T acc[NX][NR];
+  QINFER_UNROLL
   for (int j = 0; j < NX; ++j)
+    QINFER_UNROLL
     for (int r = 0; r < NR; ++r) acc[j][r] = V::zero();
   int64_t k = 0;
   for (; k + V::W <= K; k += V::W) {
     T wv[NR];
+    QINFER_UNROLL
     for (int r = 0; r < NR; ++r) wv[r] = L::ld(w + r * ldw + k);
+    QINFER_UNROLL
     for (int j = 0; j < NX; ++j) {
       const T xv = V::load(x + j * ldx + k);
+      QINFER_UNROLL
       for (int r = 0; r < NR; ++r) acc[j][r] = V::fma(wv[r], xv, acc[j][r]);
     }
   }
   if (k < K) {
     const int rem = static_cast<int>(K - k);
     T wv[NR];
+    QINFER_UNROLL
     for (int r = 0; r < NR; ++r) wv[r] = L::ld_tail(w + r * ldw + k, rem);
+    QINFER_UNROLL
     for (int j = 0; j < NX; ++j) {
       const T xv = LdF32::ld_tail(x + j * ldx + k, rem);
+      QINFER_UNROLL
       for (int r = 0; r < NR; ++r) acc[j][r] = V::fma(wv[r], xv, acc[j][r]);
     }
   }
+  QINFER_UNROLL
   for (int j = 0; j < NX; ++j)
+    QINFER_UNROLL
     for (int r = 0; r < NR; ++r) {
       const float v = V::reduce(acc[j][r]);
       y[j * ldy + r] = rscale ? v * rscale[r] : v;
@@ -163,11 +175,14 @@ inline void q4_tile(const GptqMatrix& W, int64_t r, const float* x, int64_t ldx,
   using T = typename V::T;
   constexpr int B = GptqMatrix::kBlock;
   T acc[NX][NR];
+  QINFER_UNROLL
   for (int j = 0; j < NX; ++j)
+    QINFER_UNROLL
     for (int i = 0; i < NR; ++i) acc[j][i] = V::zero();
   const uint8_t* codes[NR];
   const float* sc[NR];
   const int32_t* zr[NR];
+  QINFER_UNROLL
   for (int i = 0; i < NR; ++i) {
     codes[i] = W.row_codes(r + i);
     sc[i] = W.row_scales(r + i);
@@ -177,6 +192,7 @@ inline void q4_tile(const GptqMatrix& W, int64_t r, const float* x, int64_t ldx,
   for (int64_t g = 0; g < groups; ++g) {
     typename V::T s[NR];
     typename V::I z[NR];
+    QINFER_UNROLL
     for (int i = 0; i < NR; ++i) {
       s[i] = V::set1(sc[i][g]);
       z[i] = V::iset1(zr[i][g]);
@@ -184,15 +200,21 @@ inline void q4_tile(const GptqMatrix& W, int64_t r, const float* x, int64_t ldx,
     const int64_t be = W.group_begin(g + 1);
     for (int64_t b = W.group_begin(g); b < be; b += B) {
       T wv[NR][kQ4Vecs];
+      QINFER_UNROLL
       for (int i = 0; i < NR; ++i) V::q4_block(codes[i] + b / 2, z[i], s[i], wv[i]);
+      QINFER_UNROLL
       for (int j = 0; j < NX; ++j)
+        QINFER_UNROLL
         for (int v = 0; v < kQ4Vecs; ++v) {
           const T xv = V::load(x + j * ldx + b + v * V::W);
+          QINFER_UNROLL
           for (int i = 0; i < NR; ++i) acc[j][i] = V::fma(wv[i][v], xv, acc[j][i]);
         }
     }
   }
+  QINFER_UNROLL
   for (int j = 0; j < NX; ++j)
+    QINFER_UNROLL
     for (int i = 0; i < NR; ++i) y[j * ldy + i] = V::reduce(acc[j][i]);
 }
 
@@ -224,6 +246,7 @@ void gptq_rows(const GptqMatrix& W, const float* X, int64_t n, float* Y, int64_t
           for (int64_t b = W.group_begin(g); b < W.group_begin(g + 1); b += B) {
             typename V::T wv[kQ4Vecs];
             V::q4_block(codes + b / 2, z, s, wv);
+            QINFER_UNROLL
             for (int v = 0; v < kQ4Vecs; ++v) V::store(d + b + v * V::W, wv[v]);
           }
         }

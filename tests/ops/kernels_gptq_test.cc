@@ -103,22 +103,23 @@ TEST_P(GptqByPath, BatchMatchesSeparateProducts) {
   std::mt19937 rng(5);
   std::vector<Canon> cs;
   std::vector<std::unique_ptr<GptqMatrix>> ms;
-  const int64_t ns[] = {1, 0, 3, 9, 2};
-  for (int e = 0; e < 5; ++e) {
-    cs.push_back(make_canon(40 + 7 * e, 128, 32, e % 2 == 0, e == 3 ? GIdx::Permuted : GIdx::None, rng));
+  const int64_t ns[] = {1, 0, 3, 9, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};  // 20 experts: several chunks
+  const int E = 20;
+  for (int e = 0; e < E; ++e) {
+    cs.push_back(make_canon(40 + 7 * e, 256, 32, e % 2 == 0, e == 3 ? GIdx::Permuted : GIdx::None, rng));
     ms.push_back(gptq_pack(cs.back().view()));
   }
-  std::vector<std::vector<float>> xs(5), ys(5), want(5);
+  std::vector<std::vector<float>> xs(E), ys(E), want(E);
   std::vector<GptqProduct> items;
-  for (int e = 0; e < 5; ++e) {
-    xs[e] = testing::random_floats(rng, ns[e] * 128);
+  for (int e = 0; e < E; ++e) {
+    xs[e] = testing::random_floats(rng, ns[e] * 256);
     ys[e].assign(ns[e] * ms[e]->rows(), -1.0f);
     want[e].assign(ns[e] * ms[e]->rows(), 0.0f);
     matmul(*ms[e], xs[e].data(), ns[e], want[e].data());
     items.push_back({ms[e].get(), xs[e].data(), ns[e], ys[e].data()});
   }
   matmul_batch(items.data(), items.size());
-  for (int e = 0; e < 5; ++e) EXPECT_EQ(ys[e], want[e]) << "expert " << e;
+  for (int e = 0; e < E; ++e) EXPECT_EQ(ys[e], want[e]) << "expert " << e;
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, GptqByPath, ::testing::ValuesIn(available_paths()),
@@ -126,7 +127,7 @@ INSTANTIATE_TEST_SUITE_P(Paths, GptqByPath, ::testing::ValuesIn(available_paths(
 
 TEST(GptqKernels, SimdPathsMatchScalarTwin) {
   std::mt19937 rng(9);
-  Canon c = make_canon(150, 640, 64, false, GIdx::Permuted, rng);
+  Canon c = make_canon(272, 1024, 128, false, GIdx::Permuted, rng);  // big enough to use 2+ threads
   auto m = gptq_pack(c.view());
   for (int64_t n : {1, 3, 33}) {
     auto x = testing::random_floats(rng, n * c.cols);
