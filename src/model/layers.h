@@ -1,0 +1,39 @@
+// The per-layer pieces of the batched forward pass. Rows of the batch are the
+// tokens of all sequences, one contiguous span per sequence.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "io/config.h"
+#include "model/sequence_state.h"
+#include "model/weights.h"
+
+namespace qinfer::model {
+
+struct Span {
+  SequenceState* state = nullptr;
+  int64_t begin = 0;   // first batch row
+  int64_t n = 0;       // rows
+  int64_t pos0 = 0;    // position of the first row (tokens already in the cache)
+};
+
+// Gated DeltaNet token mixer: U [N][H] (normed input) -> out [N][H].
+// Updates each span's conv and recurrent state (linear-layer index `cache_index`).
+void deltanet_forward(const TextConfig& tc, const DeltaNetWeights& w, int cache_index, const float* U, int64_t N,
+                      const std::vector<Span>& spans, float* out);
+
+// Gated full attention: U [N][H] -> out [N][H]; appends keys/values to caches[i]
+// (one per span) at positions pos0..pos0+n-1.
+void attention_forward(const TextConfig& tc, const AttentionWeights& w, const float* inv_freq, const float* U,
+                       int64_t N, const std::vector<Span>& spans, const std::vector<KvCache*>& caches, float* out);
+
+// Sparse MoE block with shared expert: U [N][H] -> out [N][H]. When topk is not
+// null it receives the chosen experts [N][top_k] in descending probability.
+void moe_forward(const TextConfig& tc, const MoeWeights& w, const float* U, int64_t N, float* out,
+                 std::vector<int>* topk);
+
+// One decoder layer in place on the residual stream X [N][H].
+void decoder_layer(const TextConfig& tc, const LayerWeights& l, const float* inv_freq, float* X, int64_t N,
+                   const std::vector<Span>& spans, const std::vector<KvCache*>& caches, std::vector<int>* topk);
+
+}  // namespace qinfer::model

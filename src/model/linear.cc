@@ -1,0 +1,152 @@
+#include "model/linear.h"
+
+#include <cstring>
+
+#include "io/dtype.h"
+#include "util/error.h"
+
+namespace qinfer::model {
+
+void Linear::apply(const float* X, int64_t n, float* Y) const {
+  if (n <= 0) return;
+  if (gptq) ops::matmul(*gptq, X, n, Y);
+  else ops::matmul(dense, X, n, Y);
+}
+
+size_t Linear::bytes() const {
+  if (gptq) return static_cast<size_t>(gptq->bytes());
+  return static_cast<size_t>(dense.bytes());
+}
+
+ops::WType wtype_of(const TensorInfo& t) {
+  switch (t.dtype) {
+    case DType::BF16: return ops::WType::BF16;
+    case DType::F16: return ops::WType::F16;
+    case DType::F32: return ops::WType::F32;
+    default: break;
+  }
+  t.expect_dtype({DType::BF16, DType::F16, DType::F32});
+  return ops::WType::F32;  // unreachable
+}
+
+const TensorInfo& WeightReader::tensor(const std::string& name, const std::vector<int64_t>& shape) const {
+  const TensorInfo& t = ck_.get(name);
+  t.expect_dtype({DType::BF16, DType::F16, DType::F32});
+  t.expect_shape(shape);
+  return t;
+}
+
+std::vector<float> WeightReader::floats(const std::string& name, const std::vector<int64_t>& shape) const {
+  const TensorInfo& t = tensor(name, shape);
+  const int64_t n = t.numel();
+  std::vector<float> out(n);
+  const uint8_t* p = t.data;
+  switch (t.dtype) {
+    case DType::BF16:
+      for (int64_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * i, 2);
+        out[i] = bf16_to_f32(h);
+      }
+      break;
+    case DType::F16:
+      for (int64_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * i, 2);
+        out[i] = f16_to_f32(h);
+      }
+      break;
+    default:
+      std::memcpy(out.data(), p, n * sizeof(float));
+      break;
+  }
+  return out;
+}
+
+Linear WeightReader::dense_slice(const TensorInfo& t, int64_t offset_elems, int64_t rows, int64_t cols) const {
+  Linear l;
+  l.rows = rows;
+  l.cols = cols;
+  const size_t esz = dtype_size(t.dtype);
+  l.dense = ops::dense_view(wtype_of(t), t.data + offset_elems * esz, rows, cols);
+  if (dense_int8_) l.dense = ops::dense_to_q8(l.dense);
+  return l;
+}
+
+GptqLinear WeightReader::gptq(const std::string& module, int64_t out, int64_t in) const {
+  if (!quant_.enabled)
+    fail(ck_.dir(), ": tensor ", module, ".qweight is GPTQ-packed but config.json has no quantization_config");
+  return load_gptq(ck_, quant_, module, out, in);
+}
+
+Linear WeightReader::linear(const std::string& module, int64_t out, int64_t in, bool quantizable) const {
+  const bool has_q = ck_.has(module + ".qweight");
+  const bool has_w = ck_.has(module + ".weight");
+  if (has_q && has_w) fail(ck_.dir(), ": module ", module, " has both .weight and .qweight");
+  if (has_q) {
+    Linear l;
+    l.rows = out;
+    l.cols = in;
+    l.gptq = pack_gptq(gptq(module, out, in), nullptr, module);
+    return l;
+  }
+  const TensorInfo& t = tensor(module + ".weight", {out, in});
+  Linear l;
+  l.rows = out;
+  l.cols = in;
+  l.dense = ops::dense_view(wtype_of(t), t.data, out, in);
+  if (dense_int8_ && quantizable) l.dense = ops::dense_to_q8(l.dense);
+  return l;
+}
+
+std::unique_ptr<ops::GptqMatrix> pack_gptq(const GptqLinear& a, const GptqLinear* b, const std::string& what) {
+  const int64_t groups = (a.cols + a.group_size - 1) / a.group_size;
+  if (a.bits != 4) fail(what, ": only 4-bit GPTQ is supported (bits = ", a.bits, ")");
+  if (a.num_groups != groups)
+    fail(what, ": ", a.num_groups, " quantization groups for ", a.cols, " inputs with group_size ", a.group_size,
+         " (expected ", groups, ")");
+  ops::GptqCanonical c;
+  c.cols = a.cols;
+  c.group_size = a.group_size;
+  c.g_idx = a.g_idx.empty() ? nullptr : a.g_idx.data();
+  if (!b) {
+    c.rows = a.rows;
+    c.q = a.q.data();
+    c.scale = a.scale.data();
+    c.zero = a.zero.data();
+    return ops::gptq_pack(c);
+  }
+  if (b->cols != a.cols || b->group_size != a.group_size || b->num_groups != a.num_groups || b->g_idx != a.g_idx ||
+      b->bits != a.bits)
+    fail(what, ": the two fused projections have different GPTQ layouts");
+  std::vector<uint8_t> q(a.q), zero(a.zero);
+  std::vector<float> scale(a.scale);
+  q.insert(q.end(), b->q.begin(), b->q.end());
+  zero.insert(zero.end(), b->zero.begin(), b->zero.end());
+  scale.insert(scale.end(), b->scale.begin(), b->scale.end());
+  c.rows = a.rows + b->rows;
+  c.q = q.data();
+  c.scale = scale.data();
+  c.zero = zero.data();
+  return ops::gptq_pack(c);
+}
+
+void apply_all(const std::vector<Product>& products) {
+  std::vector<ops::GptqProduct> batch;
+  for (const auto& p : products) {
+    if (p.n <= 0) continue;
+    if (p.W->gptq) {
+      ops::GptqProduct g;
+      g.W = p.W->gptq.get();
+      g.X = p.X;
+      g.n = p.n;
+      g.Y = p.Y;
+      batch.push_back(g);
+    } else {
+      p.W->apply(p.X, p.n, p.Y);
+    }
+  }
+  if (!batch.empty()) ops::matmul_batch(batch.data(), batch.size());
+}
+
+}  // namespace qinfer::model

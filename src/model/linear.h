@@ -1,0 +1,73 @@
+// A weight product y = x · Wᵀ as the model uses it: a dense matrix borrowed from
+// the mapped checkpoint (BF16/F16/F32, or an int8 re-encoding) or a repacked
+// GPTQ int4 matrix. All products go through ops/kernels.h.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/checkpoint.h"
+#include "io/config.h"
+#include "io/gptq.h"
+#include "ops/kernels.h"
+
+namespace qinfer::model {
+
+struct Linear {
+  int64_t rows = 0, cols = 0;                // out, in
+  ops::DenseMatrix dense;                    // used when gptq is null
+  std::unique_ptr<ops::GptqMatrix> gptq;
+
+  bool empty() const { return rows == 0; }
+  // Y[n][rows] = X[n][cols] · Wᵀ
+  void apply(const float* X, int64_t n, float* Y) const;
+  size_t bytes() const;
+};
+
+ops::WType wtype_of(const TensorInfo& t);   // Error naming the tensor for non-float dtypes
+
+// Reads tensors of one checkpoint with shape checks against the config.
+class WeightReader {
+ public:
+  WeightReader(const Checkpoint& ck, const QuantConfig& quant, bool dense_int8)
+      : ck_(ck), quant_(quant), dense_int8_(dense_int8) {}
+
+  const Checkpoint& checkpoint() const { return ck_; }
+  const QuantConfig& quant() const { return quant_; }
+
+  // The tensor, checked to be a float tensor of the given shape.
+  const TensorInfo& tensor(const std::string& name, const std::vector<int64_t>& shape) const;
+  // A float tensor widened to fp32 (any of BF16/F16/F32), shape checked.
+  std::vector<float> floats(const std::string& name, const std::vector<int64_t>& shape) const;
+  // The linear module at `module` ([out, in]): GPTQ when <module>.qweight exists,
+  // else the dense <module>.weight. `quantizable` false keeps the dense matrix in
+  // its stored dtype even with dense_int8 (routers and tiny gates).
+  Linear linear(const std::string& module, int64_t out, int64_t in, bool quantizable = true) const;
+  // Dense view of a matrix held inside a bigger tensor (fused experts).
+  Linear dense_slice(const TensorInfo& t, int64_t offset_elems, int64_t rows, int64_t cols) const;
+  // GPTQ canonical form of <module> with shape checks.
+  GptqLinear gptq(const std::string& module, int64_t out, int64_t in) const;
+
+ private:
+  const Checkpoint& ck_;
+  const QuantConfig& quant_;
+  bool dense_int8_;
+};
+
+// Packs canonical GPTQ codes; when `second` is given its rows are appended
+// (used to fuse an expert's gate and up projections into one product).
+std::unique_ptr<ops::GptqMatrix> pack_gptq(const GptqLinear& first, const GptqLinear* second,
+                                           const std::string& what);
+
+// Runs several products in one go: GPTQ ones through ops::matmul_batch (one
+// parallel pass), dense ones one after another.
+struct Product {
+  const Linear* W = nullptr;
+  const float* X = nullptr;
+  int64_t n = 0;
+  float* Y = nullptr;
+};
+void apply_all(const std::vector<Product>& products);
+
+}  // namespace qinfer::model

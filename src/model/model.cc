@@ -1,0 +1,152 @@
+#include "model/model.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "io/checkpoint.h"
+#include "model/layers.h"
+#include "model/weights.h"
+#include "ops/nn.h"
+#include "util/error.h"
+#include "util/log.h"
+#include "util/thread_pool.h"
+
+namespace qinfer {
+
+Model::~Model() = default;
+
+std::unique_ptr<Model> Model::load(const std::string& dir, const LoadOptions& opts) {
+  if (opts.threads > 0) ThreadPool::set_global_threads(opts.threads);
+  const double t0 = now_seconds();
+  auto m = std::unique_ptr<Model>(new Model());
+  m->config_ = load_config(dir);
+  const TextConfig& tc = m->config_.text;
+  if (tc.num_attention_heads % std::max(1, tc.num_key_value_heads) != 0)
+    fail(dir, "/config.json: num_attention_heads ", tc.num_attention_heads, " is not a multiple of num_key_value_heads ",
+         tc.num_key_value_heads);
+  if (tc.linear_num_value_heads % std::max(1, tc.linear_num_key_heads) != 0)
+    fail(dir, "/config.json: linear_num_value_heads ", tc.linear_num_value_heads,
+         " is not a multiple of linear_num_key_heads ", tc.linear_num_key_heads);
+  if (tc.linear_conv_kernel_dim < 2) fail(dir, "/config.json: linear_conv_kernel_dim must be at least 2");
+  if (tc.rotary_dim() % 2 != 0 || tc.rotary_dim() > tc.head_dim)
+    fail(dir, "/config.json: rotary dim ", tc.rotary_dim(), " must be even and at most head_dim ", tc.head_dim);
+  if (tc.num_experts_per_tok < 1 || tc.num_experts_per_tok > tc.num_experts)
+    fail(dir, "/config.json: num_experts_per_tok ", tc.num_experts_per_tok, " must be in 1..num_experts");
+  m->w_ = model::load_weights(m->config_, Checkpoint::open(dir), opts.dense_int8, opts.load_mtp);
+  log_info("loaded ", dir, ": ", tc.num_hidden_layers, " layers, ", m->weight_bytes() / (1024 * 1024),
+           " MiB of weights", m->w_->mtp ? " (with MTP head)" : "", " in ", now_seconds() - t0, " s");
+  return m;
+}
+
+bool Model::has_mtp() const { return w_->mtp != nullptr; }
+
+size_t Model::weight_bytes() const { return w_->bytes(); }
+
+namespace {
+StateShape state_shape(const TextConfig& tc, bool mtp) {
+  StateShape s;
+  s.num_full_layers = tc.num_full_layers();
+  s.num_linear_layers = tc.num_hidden_layers - s.num_full_layers;
+  s.num_mtp_layers = mtp ? 1 : 0;
+  s.kv_width = static_cast<int64_t>(tc.num_key_value_heads) * tc.head_dim;
+  s.conv_rows = tc.linear_conv_kernel_dim - 1;
+  s.conv_dim = 2LL * tc.linear_num_key_heads * tc.linear_key_head_dim +
+               static_cast<int64_t>(tc.linear_num_value_heads) * tc.linear_value_head_dim;
+  s.ssm_size = static_cast<int64_t>(tc.linear_num_value_heads) * tc.linear_key_head_dim * tc.linear_value_head_dim;
+  return s;
+}
+}  // namespace
+
+std::unique_ptr<SequenceState> Model::new_sequence() const {
+  return std::make_unique<SequenceState>(state_shape(config_.text, w_->mtp != nullptr));
+}
+
+void Model::forward(const std::vector<Step>& steps, ForwardTrace* trace) {
+  const TextConfig& tc = config_.text;
+  const int64_t H = tc.hidden_size, V = tc.vocab_size;
+  if (steps.empty()) return;
+  // Validate everything before touching any state.
+  const StateShape shape = state_shape(tc, w_->mtp != nullptr);
+  std::set<const SequenceState*> seen;
+  std::vector<model::Span> spans;
+  int64_t N = 0;
+  for (size_t s = 0; s < steps.size(); ++s) {
+    const Step& st = steps[s];
+    if (!st.state) fail("forward: step ", s, " has no sequence state");
+    if (!st.tokens || st.n_tokens < 1) fail("forward: step ", s, " has no tokens (n_tokens = ", st.n_tokens, ")");
+    if (!st.logits) fail("forward: step ", s, " has no logits buffer");
+    if (!seen.insert(st.state).second) fail("forward: step ", s, " uses a sequence state that another step also uses");
+    if (!(st.state->shape() == shape))
+      fail("forward: step ", s, " has a sequence state made by a different model");
+    const int64_t pos0 = st.state->n_tokens();
+    for (int64_t t = 0; t < st.n_tokens; ++t) {
+      const int id = st.tokens[t];
+      if (id < 0 || id >= V) fail("forward: token id ", id, " (step ", s, ", token ", t, ") is outside the vocabulary 0..", V - 1);
+      if (pos0 + t >= max_context())
+        fail("forward: position ", pos0 + t, " (step ", s, ", token ", t, ") is past max_position_embeddings ",
+             max_context());
+    }
+    spans.push_back({st.state, N, st.n_tokens, pos0});
+    N += st.n_tokens;
+  }
+
+  std::vector<float> X(N * H);
+  for (const auto& sp : spans) {
+    const Step& st = steps[&sp - spans.data()];
+    model::embed_rows(*w_, st.tokens, st.n_tokens, H, X.data() + sp.begin * H);
+  }
+  if (trace) {
+    *trace = ForwardTrace();
+    trace->layer_outputs.push_back(X);
+    trace->router_topk.resize(tc.num_hidden_layers);
+  }
+  std::vector<KvCache*> caches(spans.size());
+  for (int L = 0; L < tc.num_hidden_layers; ++L) {
+    const model::LayerWeights& l = w_->layers[L];
+    if (l.type == LayerType::kFullAttention)
+      for (size_t s = 0; s < spans.size(); ++s) caches[s] = &spans[s].state->kv(l.cache_index);
+    model::decoder_layer(tc, l, w_->inv_freq.data(), X.data(), N, spans, caches,
+                         trace ? &trace->router_topk[L] : nullptr);
+    if (trace) trace->layer_outputs.push_back(X);
+  }
+  for (const auto& sp : spans) sp.state->advance(sp.n);
+
+  // Final norm and lm_head: all rows of all_logits steps straight into their
+  // buffers; the last rows of the other steps batched together.
+  const float eps = static_cast<float>(tc.rms_norm_eps);
+  std::vector<float> hn(N * H);
+  for (size_t s = 0; s < spans.size(); ++s) {
+    const auto& sp = spans[s];
+    if (steps[s].all_logits || trace)
+      ops::rmsnorm_rows(X.data() + sp.begin * H, w_->final_norm.data(), sp.n, H, eps, hn.data() + sp.begin * H);
+    else
+      ops::rmsnorm(X.data() + (sp.begin + sp.n - 1) * H, w_->final_norm.data(), H, eps,
+                   hn.data() + (sp.begin + sp.n - 1) * H);
+  }
+  if (trace) trace->final_hidden = hn;
+  std::vector<float> last;
+  std::vector<size_t> last_steps;
+  for (size_t s = 0; s < spans.size(); ++s) {
+    const auto& sp = spans[s];
+    if (steps[s].all_logits) {
+      w_->lm_head.apply(hn.data() + sp.begin * H, sp.n, steps[s].logits);
+    } else {
+      last.insert(last.end(), hn.begin() + (sp.begin + sp.n - 1) * H, hn.begin() + (sp.begin + sp.n) * H);
+      last_steps.push_back(s);
+    }
+  }
+  if (!last_steps.empty()) {
+    const int64_t R = static_cast<int64_t>(last_steps.size());
+    if (R == 1) {
+      w_->lm_head.apply(last.data(), 1, steps[last_steps[0]].logits);
+    } else {
+      std::vector<float> out(R * V);
+      w_->lm_head.apply(last.data(), R, out.data());
+      for (int64_t r = 0; r < R; ++r)
+        std::memcpy(steps[last_steps[r]].logits, out.data() + r * V, V * sizeof(float));
+    }
+  }
+}
+
+}  // namespace qinfer

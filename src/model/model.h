@@ -1,0 +1,66 @@
+// The Qwen3.5/3.6 MoE text model (Qwen3_5MoeForConditionalGeneration /
+// Qwen3_5MoeForCausalLM): loading a Hugging Face checkpoint folder (BF16/F16/F32
+// or GPTQ 4-bit experts) and the batched fp32 forward pass with per-sequence
+// caches. See /work/shared/spec/model.md for the math.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/config.h"
+#include "model/sequence_state.h"
+
+namespace qinfer {
+
+struct LoadOptions {
+  bool dense_int8 = false;  // re-encode the large dense matrices as int8 (per-row scale)
+  bool load_mtp = false;    // load the mtp.* head when present (skipped quietly when absent)
+  int threads = 0;          // worker threads of the global pool; 0 = all cores
+};
+
+// Optional debugging capture of one forward() call (tests, `qinfer logits --trace`).
+// Rows are the tokens of all steps in step order.
+struct ForwardTrace {
+  std::vector<std::vector<int>> router_topk;       // [layer][token * top_k + slot], descending prob
+  std::vector<std::vector<float>> layer_outputs;   // [layer + 1][token * hidden]; [0] = embeddings
+  std::vector<float> final_hidden;                 // [token * hidden], after the final norm
+};
+
+namespace model { struct ModelWeights; }
+
+class Model {
+ public:
+  ~Model();
+  // Loads and checks every tensor against the config (errors name the tensor);
+  // progress goes to stderr.
+  static std::unique_ptr<Model> load(const std::string& dir, const LoadOptions& opts = {});
+
+  const ModelConfig& config() const { return config_; }
+  std::unique_ptr<SequenceState> new_sequence() const;
+
+  struct Step {                           // one sequence's part of a batched call
+    SequenceState* state = nullptr;
+    const int* tokens = nullptr;
+    int64_t n_tokens = 0;                 // >= 1; prefill chunk or a single decode token
+    float* logits = nullptr;              // [n_tokens or 1][vocab] output
+    bool all_logits = false;              // false: only the last token's row
+  };
+  // Runs all steps as one batched call: the tokens of all sequences go through
+  // each weight product together; the sequence-dependent work (attention over its
+  // cache, delta rule) runs per sequence. Each state may appear at most once.
+  // Bad input (token id >= vocab, position >= max_context, null pointers) throws
+  // qinfer::Error before any state is modified.
+  void forward(const std::vector<Step>& steps, ForwardTrace* trace = nullptr);
+
+  size_t weight_bytes() const;            // resident bytes of the weights as used
+  int64_t max_context() const { return config_.text.max_position_embeddings; }
+  bool has_mtp() const;
+
+ private:
+  Model() = default;
+  ModelConfig config_;
+  std::unique_ptr<model::ModelWeights> w_;
+};
+
+}  // namespace qinfer

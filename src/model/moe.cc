@@ -1,0 +1,142 @@
+// Sparse MoE block (spec §3.5): softmax router over all experts -> top-k ->
+// renormalise; SwiGLU experts run on the tokens routed to them (all experts'
+// products in one batched pass); shared SwiGLU expert scaled by sigmoid(gate).
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "model/layers.h"
+#include "ops/nn.h"
+#include "util/error.h"
+#include "util/thread_pool.h"
+
+namespace qinfer::model {
+
+namespace {
+// Top-k of p (descending; ties to the lower index), weights renormalised.
+void top_k(const float* p, int64_t E, int64_t K, int* idx, float* wts) {
+  std::vector<int> order(E);
+  std::iota(order.begin(), order.end(), 0);
+  std::partial_sort(order.begin(), order.begin() + K, order.end(),
+                    [&](int a, int b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
+  float sum = 0.0f;
+  for (int64_t k = 0; k < K; ++k) {
+    idx[k] = order[k];
+    wts[k] = p[order[k]];
+    sum += wts[k];
+  }
+  for (int64_t k = 0; k < K; ++k) wts[k] /= sum;
+}
+}  // namespace
+
+void moe_forward(const TextConfig& tc, const MoeWeights& w, const float* U, int64_t N, float* out,
+                 std::vector<int>* topk) {
+  const int64_t H = tc.hidden_size, E = tc.num_experts, K = tc.num_experts_per_tok;
+  const int64_t I = tc.moe_intermediate_size, Is = tc.shared_expert_intermediate_size;
+
+  // Router.
+  std::vector<float> probs(N * E);
+  w.router.apply(U, N, probs.data());
+  std::vector<int> sel(N * K);
+  std::vector<float> wts(N * K);
+  parallel_for(N, 16, [&](int64_t t0, int64_t t1, int) {
+    for (int64_t t = t0; t < t1; ++t) {
+      ops::softmax(probs.data() + t * E, E);
+      top_k(probs.data() + t * E, E, K, sel.data() + t * K, wts.data() + t * K);
+    }
+  });
+  if (topk) *topk = sel;
+
+  // Group the (token, slot) pairs by expert: rows [offset[e], offset[e+1]).
+  std::vector<int64_t> offset(E + 1, 0), slot_row(N * K);
+  for (int64_t i = 0; i < N * K; ++i) ++offset[sel[i] + 1];
+  for (int64_t e = 0; e < E; ++e) offset[e + 1] += offset[e];
+  std::vector<int64_t> fill(offset.begin(), offset.end() - 1);
+  const int64_t R = N * K;
+  std::vector<float> xg(R * H);
+  for (int64_t i = 0; i < R; ++i) {
+    const int64_t r = fill[sel[i]]++;
+    slot_row[i] = r;
+    std::memcpy(xg.data() + r * H, U + (i / K) * H, H * sizeof(float));
+  }
+
+  // Gate/up products of all experts (and the shared expert) in one pass.
+  std::vector<float> gu(R * 2 * I), sgu(N * 2 * Is), sgate(N);
+  std::vector<Product> first;
+  for (int64_t e = 0; e < E; ++e) {
+    const int64_t n = offset[e + 1] - offset[e];
+    if (n == 0) continue;
+    const Expert& x = w.experts[e];
+    const float* X = xg.data() + offset[e] * H;
+    float* Y = gu.data() + offset[e] * 2 * I;
+    if (x.fused()) {
+      first.push_back({&x.gate_up, X, n, Y});
+    } else {  // gate rows then up rows of this expert's block
+      first.push_back({&x.gate, X, n, Y});
+      first.push_back({&x.up, X, n, Y + n * I});
+    }
+  }
+  first.push_back({&w.shared_gate, U, N, sgu.data()});
+  first.push_back({&w.shared_up, U, N, sgu.data() + N * Is});
+  first.push_back({&w.shared_expert_gate, U, N, sgate.data()});
+  apply_all(first);
+
+  // SwiGLU. Fused experts give [n][gate | up] rows, split ones [gate block][up block].
+  std::vector<float> hid(R * I), shid(N * Is);
+  parallel_for(E, 1, [&](int64_t e0, int64_t e1, int) {
+    for (int64_t e = e0; e < e1; ++e) {
+      const int64_t n = offset[e + 1] - offset[e];
+      const float* Y = gu.data() + offset[e] * 2 * I;
+      float* h = hid.data() + offset[e] * I;
+      const bool fused = w.experts[e].fused();
+      for (int64_t r = 0; r < n; ++r) {
+        const float* gp = fused ? Y + r * 2 * I : Y + r * I;
+        const float* up = fused ? gp + I : Y + n * I + r * I;
+        ops::swiglu(gp, up, I, h + r * I);
+      }
+    }
+  });
+  ops::swiglu(sgu.data(), sgu.data() + N * Is, N * Is, shid.data());
+
+  // Down products.
+  std::vector<float> yd(R * H);
+  std::vector<Product> second;
+  for (int64_t e = 0; e < E; ++e) {
+    const int64_t n = offset[e + 1] - offset[e];
+    if (n == 0) continue;
+    second.push_back({&w.experts[e].down, hid.data() + offset[e] * I, n, yd.data() + offset[e] * H});
+  }
+  second.push_back({&w.shared_down, shid.data(), N, out});
+  apply_all(second);
+
+  // out = Σ_k w_k y_k (top-k order) + sigmoid(gate) * shared.
+  parallel_for(N, 4, [&](int64_t t0, int64_t t1, int) {
+    std::vector<float> acc(H);
+    for (int64_t t = t0; t < t1; ++t) {
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      for (int64_t k = 0; k < K; ++k)
+        ops::axpy(wts[t * K + k], yd.data() + slot_row[t * K + k] * H, H, acc.data());
+      const float gs = ops::sigmoid(sgate[t]);
+      float* o = out + t * H;
+      for (int64_t j = 0; j < H; ++j) o[j] = acc[j] + gs * o[j];
+    }
+  });
+}
+
+void decoder_layer(const TextConfig& tc, const LayerWeights& l, const float* inv_freq, float* X, int64_t N,
+                   const std::vector<Span>& spans, const std::vector<KvCache*>& caches, std::vector<int>* topk) {
+  const int64_t H = tc.hidden_size;
+  const float eps = static_cast<float>(tc.rms_norm_eps);
+  std::vector<float> u(N * H), y(N * H);
+  ops::rmsnorm_rows(X, l.input_norm.data(), N, H, eps, u.data());
+  if (l.type == LayerType::kLinearAttention)
+    deltanet_forward(tc, l.delta, l.cache_index, u.data(), N, spans, y.data());
+  else
+    attention_forward(tc, l.attn, inv_freq, u.data(), N, spans, caches, y.data());
+  for (int64_t i = 0; i < N * H; ++i) X[i] += y[i];
+  ops::rmsnorm_rows(X, l.post_norm.data(), N, H, eps, u.data());
+  moe_forward(tc, l.moe, u.data(), N, y.data(), topk);
+  for (int64_t i = 0; i < N * H; ++i) X[i] += y[i];
+}
+
+}  // namespace qinfer::model

@@ -1,0 +1,73 @@
+// One sequence's decoding state: the KV cache of every full-attention layer
+// (grown in fixed blocks of tokens, never preallocated to the max context), and
+// per Gated DeltaNet layer the last kernel-1 pre-convolution inputs (conv state)
+// and the fp32 recurrent state S [value heads][key dim][value dim].
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace qinfer {
+
+// Keys (after k_norm and RoPE) and values of one attention layer, fp32,
+// row = token position, row width = kv heads * head_dim.
+class KvCache {
+ public:
+  static constexpr int64_t kBlockTokens = 256;
+  explicit KvCache(int64_t width = 0) : width_(width) {}
+  int64_t width() const { return width_; }
+  int64_t capacity() const { return static_cast<int64_t>(k_.size()) * kBlockTokens; }
+  void reserve(int64_t tokens);   // grows block by block
+  void clear();                   // frees every block
+  float* k(int64_t pos) { return k_[pos / kBlockTokens].get() + (pos % kBlockTokens) * width_; }
+  float* v(int64_t pos) { return v_[pos / kBlockTokens].get() + (pos % kBlockTokens) * width_; }
+  const float* k(int64_t pos) const { return k_[pos / kBlockTokens].get() + (pos % kBlockTokens) * width_; }
+  const float* v(int64_t pos) const { return v_[pos / kBlockTokens].get() + (pos % kBlockTokens) * width_; }
+  size_t bytes() const { return 2 * k_.size() * kBlockTokens * width_ * sizeof(float); }
+  void copy_from(const KvCache& o, int64_t tokens);
+
+ private:
+  int64_t width_;
+  std::vector<std::unique_ptr<float[]>> k_, v_;
+};
+
+struct DeltaNetState {
+  std::vector<float> conv;  // [kernel-1][conv_dim], oldest first (pre-conv, pre-SiLU inputs)
+  std::vector<float> ssm;   // [value heads][key dim][value dim]
+};
+
+struct StateShape {
+  int num_full_layers = 0, num_linear_layers = 0, num_mtp_layers = 0;
+  int64_t kv_width = 0;          // kv heads * head_dim
+  int64_t conv_rows = 0;         // kernel - 1
+  int64_t conv_dim = 0;          // 2 * key_dim + value_dim
+  int64_t ssm_size = 0;          // value heads * key dim * value dim
+  bool operator==(const StateShape&) const = default;
+};
+
+class SequenceState {
+ public:
+  explicit SequenceState(const StateShape& shape);
+
+  int64_t n_tokens() const { return seen_; }     // tokens consumed so far (= next position)
+  void reset();                                  // back to an empty sequence; frees the KV blocks
+  size_t memory_bytes() const;                   // bytes held by all caches
+  std::unique_ptr<SequenceState> clone() const;  // deep copy (snapshots, prefix reuse)
+
+  // Used by the forward pass.
+  const StateShape& shape() const { return shape_; }
+  KvCache& kv(int full_layer) { return kv_[full_layer]; }
+  KvCache& mtp_kv(int i) { return mtp_kv_[i]; }
+  DeltaNetState& delta(int linear_layer) { return delta_[linear_layer]; }
+  void advance(int64_t n) { seen_ += n; }
+  int64_t mtp_tokens() const { return mtp_seen_; }
+  void advance_mtp(int64_t n) { mtp_seen_ += n; }
+
+ private:
+  StateShape shape_;
+  int64_t seen_ = 0, mtp_seen_ = 0;
+  std::vector<KvCache> kv_, mtp_kv_;
+  std::vector<DeltaNetState> delta_;
+};
+
+}  // namespace qinfer

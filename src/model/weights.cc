@@ -1,0 +1,237 @@
+#include "model/weights.h"
+
+#include <cmath>
+#include <cstring>
+#include <exception>
+#include <mutex>
+
+#include "io/dtype.h"
+#include "ops/nn.h"
+#include "util/error.h"
+#include "util/log.h"
+#include "util/thread_pool.h"
+
+namespace qinfer::model {
+
+namespace {
+
+std::vector<float> zc_norm(const WeightReader& r, const std::string& name, int64_t n) {
+  std::vector<float> w = r.floats(name, {n});
+  ops::add_one(w.data(), n);
+  return w;
+}
+
+// Per-expert tensors of one MoE block: experts.{e}.{gate,up,down}_proj, loaded
+// (unpacked and repacked for GPTQ) in parallel over experts.
+std::vector<Expert> load_split_experts(const WeightReader& r, const std::string& p, int64_t E, int64_t I,
+                                       int64_t H) {
+  std::vector<Expert> experts(E);
+  std::mutex mu;
+  std::exception_ptr err;
+  parallel_for(E, 1, [&](int64_t b, int64_t e_end, int) {
+    for (int64_t e = b; e < e_end; ++e) {
+      try {
+        const std::string m = p + std::to_string(e) + ".";
+        Expert& x = experts[e];
+        const Checkpoint& ck = r.checkpoint();
+        const bool gq = ck.has(m + "gate_proj.qweight"), uq = ck.has(m + "up_proj.qweight");
+        if (gq && uq && !ck.has(m + "gate_proj.weight") && !ck.has(m + "up_proj.weight")) {
+          GptqLinear g = r.gptq(m + "gate_proj", I, H), u = r.gptq(m + "up_proj", I, H);
+          x.gate_up.rows = 2 * I;
+          x.gate_up.cols = H;
+          x.gate_up.gptq = pack_gptq(g, &u, m + "gate_proj/up_proj");
+        } else {
+          x.gate = r.linear(m + "gate_proj", I, H);
+          x.up = r.linear(m + "up_proj", I, H);
+        }
+        x.down = r.linear(m + "down_proj", H, I);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!err) err = std::current_exception();
+        return;
+      }
+    }
+  });
+  if (err) std::rethrow_exception(err);
+  return experts;
+}
+
+MoeWeights load_moe(const WeightReader& r, const TextConfig& tc, const std::string& p) {
+  const int64_t H = tc.hidden_size, E = tc.num_experts, I = tc.moe_intermediate_size;
+  const int64_t Is = tc.shared_expert_intermediate_size;
+  const Checkpoint& ck = r.checkpoint();
+  MoeWeights m;
+  m.router = r.linear(p + "gate", E, H, false);
+  const std::string fused_gu = p + "experts.gate_up_proj", fused_d = p + "experts.down_proj";
+  const bool fused = ck.has(fused_gu) || ck.has(fused_d);
+  const std::string e0 = p + "experts.0.";
+  const bool split = ck.has(e0 + "gate_proj.weight") || ck.has(e0 + "gate_proj.qweight") ||
+                     ck.has(e0 + "down_proj.weight") || ck.has(e0 + "down_proj.qweight");
+  if (fused && split)
+    fail(ck.dir(), ": ", p, "experts has both fused (", fused_gu, ") and per-expert (", e0, "*) tensors");
+  if (fused) {
+    const TensorInfo& gu = r.tensor(fused_gu, {E, 2 * I, H});
+    const TensorInfo& d = r.tensor(fused_d, {E, H, I});
+    m.experts.resize(E);
+    for (int64_t e = 0; e < E; ++e) {
+      m.experts[e].gate_up = r.dense_slice(gu, e * 2 * I * H, 2 * I, H);
+      m.experts[e].down = r.dense_slice(d, e * H * I, H, I);
+    }
+  } else if (split) {
+    m.experts = load_split_experts(r, p + "experts.", E, I, H);
+  } else {
+    fail(ck.dir(), ": tensor ", fused_gu, " is missing (and there are no per-expert tensors ", e0,
+         "gate_proj.* either)");
+  }
+  m.shared_gate = r.linear(p + "shared_expert.gate_proj", Is, H);
+  m.shared_up = r.linear(p + "shared_expert.up_proj", Is, H);
+  m.shared_down = r.linear(p + "shared_expert.down_proj", H, Is);
+  m.shared_expert_gate = r.linear(p + "shared_expert_gate", 1, H, false);
+  return m;
+}
+
+DeltaNetWeights load_delta(const WeightReader& r, const TextConfig& tc, const std::string& p) {
+  const int64_t H = tc.hidden_size;
+  const int64_t nk = tc.linear_num_key_heads, nv = tc.linear_num_value_heads;
+  const int64_t dk = tc.linear_key_head_dim, dv = tc.linear_value_head_dim, K = tc.linear_conv_kernel_dim;
+  const int64_t conv_dim = 2 * nk * dk + nv * dv;
+  DeltaNetWeights d;
+  d.in_qkv = r.linear(p + "in_proj_qkv", conv_dim, H);
+  d.in_z = r.linear(p + "in_proj_z", nv * dv, H);
+  d.in_b = r.linear(p + "in_proj_b", nv, H, false);
+  d.in_a = r.linear(p + "in_proj_a", nv, H, false);
+  d.out = r.linear(p + "out_proj", H, nv * dv);
+  std::vector<float> conv = r.floats(p + "conv1d.weight", {conv_dim, 1, K});
+  d.conv_t.resize(K * conv_dim);
+  for (int64_t c = 0; c < conv_dim; ++c)
+    for (int64_t j = 0; j < K; ++j) d.conv_t[j * conv_dim + c] = conv[c * K + j];
+  d.a_neg = r.floats(p + "A_log", {nv});
+  for (float& a : d.a_neg) a = -std::exp(a);
+  d.dt_bias = r.floats(p + "dt_bias", {nv});
+  d.norm = r.floats(p + "norm.weight", {dv});
+  return d;
+}
+
+AttentionWeights load_attention(const WeightReader& r, const TextConfig& tc, const std::string& p) {
+  const int64_t H = tc.hidden_size, nh = tc.num_attention_heads, nkv = tc.num_key_value_heads, hd = tc.head_dim;
+  AttentionWeights a;
+  a.q = r.linear(p + "q_proj", nh * hd * 2, H);
+  a.k = r.linear(p + "k_proj", nkv * hd, H);
+  a.v = r.linear(p + "v_proj", nkv * hd, H);
+  a.o = r.linear(p + "o_proj", H, nh * hd);
+  a.q_norm = zc_norm(r, p + "q_norm.weight", hd);
+  a.k_norm = zc_norm(r, p + "k_norm.weight", hd);
+  return a;
+}
+
+LayerWeights load_layer(const WeightReader& r, const TextConfig& tc, const std::string& p, LayerType type) {
+  LayerWeights l;
+  l.type = type;
+  l.input_norm = zc_norm(r, p + "input_layernorm.weight", tc.hidden_size);
+  l.post_norm = zc_norm(r, p + "post_attention_layernorm.weight", tc.hidden_size);
+  if (type == LayerType::kLinearAttention) l.delta = load_delta(r, tc, p + "linear_attn.");
+  else l.attn = load_attention(r, tc, p + "self_attn.");
+  l.moe = load_moe(r, tc, p + "mlp.");
+  return l;
+}
+
+size_t moe_bytes(const MoeWeights& m) {
+  size_t n = m.router.bytes() + m.shared_gate.bytes() + m.shared_up.bytes() + m.shared_down.bytes() +
+             m.shared_expert_gate.bytes();
+  for (const auto& e : m.experts) n += e.gate_up.bytes() + e.gate.bytes() + e.up.bytes() + e.down.bytes();
+  return n;
+}
+
+size_t layer_bytes(const LayerWeights& l) {
+  size_t n = moe_bytes(l.moe) + (l.input_norm.size() + l.post_norm.size()) * sizeof(float);
+  if (l.type == LayerType::kLinearAttention) {
+    const auto& d = l.delta;
+    n += d.in_qkv.bytes() + d.in_z.bytes() + d.in_b.bytes() + d.in_a.bytes() + d.out.bytes();
+    n += (d.conv_t.size() + d.a_neg.size() + d.dt_bias.size() + d.norm.size()) * sizeof(float);
+  } else {
+    const auto& a = l.attn;
+    n += a.q.bytes() + a.k.bytes() + a.v.bytes() + a.o.bytes() + (a.q_norm.size() + a.k_norm.size()) * sizeof(float);
+  }
+  return n;
+}
+
+}  // namespace
+
+size_t ModelWeights::bytes() const {
+  size_t n = embed ? embed->nbytes : 0;
+  for (const auto& l : layers) n += layer_bytes(l);
+  n += final_norm.size() * sizeof(float);
+  if (lm_head.gptq || lm_head.dense.weights() != (embed ? embed->data : nullptr)) n += lm_head.bytes();
+  if (mtp) n += layer_bytes(mtp->layer) + mtp->fc.bytes() + 3 * mtp->norm.size() * sizeof(float);
+  return n;
+}
+
+std::unique_ptr<ModelWeights> load_weights(const ModelConfig& cfg, std::unique_ptr<Checkpoint> ck,
+                                           bool dense_int8, bool load_mtp) {
+  const TextConfig& tc = cfg.text;
+  auto w = std::make_unique<ModelWeights>();
+  w->ck = std::move(ck);
+  const Checkpoint& c = *w->ck;
+  WeightReader r(c, cfg.quant, dense_int8);
+  const int64_t H = tc.hidden_size, V = tc.vocab_size;
+  if (c.has("model.language_model.embed_tokens.weight")) w->prefix = "model.language_model.";
+  else if (c.has("model.embed_tokens.weight")) w->prefix = "model.";
+  else fail(c.dir(), ": tensor model.language_model.embed_tokens.weight (or model.embed_tokens.weight) is missing");
+  w->embed = &r.tensor(w->prefix + "embed_tokens.weight", {V, H});
+
+  Progress progress("loading layers", tc.num_hidden_layers);
+  int n_full = 0, n_lin = 0;
+  for (int i = 0; i < tc.num_hidden_layers; ++i) {
+    const LayerType t = tc.layer_types.at(i);
+    w->layers.push_back(load_layer(r, tc, w->prefix + "layers." + std::to_string(i) + ".", t));
+    w->layers.back().cache_index = t == LayerType::kFullAttention ? n_full++ : n_lin++;
+    progress.update(i + 1);
+  }
+  progress.finish();
+  w->final_norm = zc_norm(r, w->prefix + "norm.weight", H);
+  if (c.has("lm_head.weight") || c.has("lm_head.qweight")) {
+    w->lm_head = r.linear("lm_head", V, H);
+  } else if (tc.tie_word_embeddings) {
+    w->lm_head.rows = V;
+    w->lm_head.cols = H;
+    w->lm_head.dense = ops::dense_view(wtype_of(*w->embed), w->embed->data, V, H);
+    if (dense_int8) w->lm_head.dense = ops::dense_to_q8(w->lm_head.dense);
+  } else {
+    fail(c.dir(), ": tensor lm_head.weight is missing (tie_word_embeddings is false)");
+  }
+  if (load_mtp && tc.mtp_num_hidden_layers > 0 && c.has("mtp.fc.weight")) {
+    if (tc.mtp_num_hidden_layers != 1)
+      fail(cfg.dir, "/config.json: mtp_num_hidden_layers = ", tc.mtp_num_hidden_layers, " (only 1 is supported)");
+    auto m = std::make_unique<MtpWeights>();
+    m->pre_fc_norm_embedding = zc_norm(r, "mtp.pre_fc_norm_embedding.weight", H);
+    m->pre_fc_norm_hidden = zc_norm(r, "mtp.pre_fc_norm_hidden.weight", H);
+    m->norm = zc_norm(r, "mtp.norm.weight", H);
+    m->fc = r.linear("mtp.fc", H, 2 * H);
+    m->layer = load_layer(r, tc, "mtp.layers.0.", LayerType::kFullAttention);
+    w->mtp = std::move(m);
+  }
+  const int64_t rd = tc.rotary_dim();
+  w->inv_freq.resize(rd / 2);
+  ops::rope_inv_freq(tc.rope.theta, rd, w->inv_freq.data());
+  return w;
+}
+
+void embed_rows(const ModelWeights& w, const int* tokens, int64_t n, int64_t hidden, float* out) {
+  const TensorInfo& t = *w.embed;
+  const size_t esz = dtype_size(t.dtype);
+  for (int64_t i = 0; i < n; ++i) {
+    const uint8_t* row = t.data + static_cast<size_t>(tokens[i]) * hidden * esz;
+    float* o = out + i * hidden;
+    if (t.dtype == DType::F32) {
+      std::memcpy(o, row, hidden * sizeof(float));
+    } else {
+      for (int64_t j = 0; j < hidden; ++j) {
+        uint16_t h;
+        std::memcpy(&h, row + 2 * j, 2);
+        o[j] = t.dtype == DType::BF16 ? bf16_to_f32(h) : f16_to_f32(h);
+      }
+    }
+  }
+}
+
+}  // namespace qinfer::model

@@ -1,0 +1,75 @@
+// The bound weights of the text model (and optional MTP head), in the form the
+// forward pass uses: Linear products, fp32 norm scales (zero-centred ones
+// already turned into 1 + w), derived constants.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/checkpoint.h"
+#include "io/config.h"
+#include "model/linear.h"
+
+namespace qinfer::model {
+
+struct Expert {
+  // Either one fused product (rows 0..I-1 gate, I..2I-1 up) or two.
+  Linear gate_up, gate, up, down;
+  bool fused() const { return !gate_up.empty(); }
+};
+
+struct MoeWeights {
+  Linear router;                       // [E, H]
+  std::vector<Expert> experts;
+  Linear shared_gate, shared_up, shared_down, shared_expert_gate;
+};
+
+struct DeltaNetWeights {
+  Linear in_qkv, in_z, in_b, in_a, out;
+  std::vector<float> conv_t;           // [kernel][conv_dim] (transposed conv1d weight)
+  std::vector<float> a_neg;            // -exp(A_log) per value head
+  std::vector<float> dt_bias;          // per value head
+  std::vector<float> norm;             // gated norm scale (plain w), [value head dim]
+};
+
+struct AttentionWeights {
+  Linear q, k, v, o;                   // q: per head [query | gate]
+  std::vector<float> q_norm, k_norm;   // 1 + w, [head_dim]
+};
+
+struct LayerWeights {
+  LayerType type;
+  int cache_index = 0;                 // index among layers of the same type
+  std::vector<float> input_norm, post_norm;   // 1 + w
+  DeltaNetWeights delta;
+  AttentionWeights attn;
+  MoeWeights moe;
+};
+
+struct MtpWeights {
+  std::vector<float> pre_fc_norm_embedding, pre_fc_norm_hidden, norm;  // 1 + w
+  Linear fc;                                                          // [H, 2H]
+  LayerWeights layer;                                                 // full attention + MoE
+};
+
+struct ModelWeights {
+  std::unique_ptr<Checkpoint> ck;      // keeps the mapped files alive
+  std::string prefix;                  // "model.language_model." or "model."
+  const TensorInfo* embed = nullptr;   // [vocab, H], read row by row
+  std::vector<LayerWeights> layers;
+  std::vector<float> final_norm;       // 1 + w
+  Linear lm_head;
+  std::unique_ptr<MtpWeights> mtp;
+  std::vector<float> inv_freq;         // rotary inverse frequencies [rotary_dim / 2]
+
+  size_t bytes() const;
+};
+
+// Binds and checks every tensor; progress on stderr.
+std::unique_ptr<ModelWeights> load_weights(const ModelConfig& cfg, std::unique_ptr<Checkpoint> ck,
+                                           bool dense_int8, bool load_mtp);
+
+// Embedding rows of `tokens` as fp32 into out[n][H].
+void embed_rows(const ModelWeights& w, const int* tokens, int64_t n, int64_t hidden, float* out);
+
+}  // namespace qinfer::model
