@@ -142,12 +142,20 @@ void SafetensorsWriter::add(const std::string& name, DType dtype, std::vector<in
   for (int64_t d : shape) numel *= d;
   if (static_cast<size_t>(numel) * dtype_size(dtype) != bytes.size())
     fail("safetensors writer: tensor ", name, ": ", bytes.size(), " bytes do not match its shape");
-  entries_[name] = Entry{dtype, std::move(shape), std::move(bytes)};
+  size_t n = bytes.size();
+  entries_[name] = Entry{dtype, std::move(shape), std::move(bytes), nullptr, n};
+}
+
+void SafetensorsWriter::add_lazy(const std::string& name, DType dtype, std::vector<int64_t> shape, Fill fill) {
+  int64_t numel = 1;
+  for (int64_t d : shape) numel *= d;
+  size_t n = static_cast<size_t>(numel) * dtype_size(dtype);
+  entries_[name] = Entry{dtype, std::move(shape), {}, std::move(fill), n};
 }
 
 size_t SafetensorsWriter::total_bytes() const {
   size_t n = 0;
-  for (const auto& [k, e] : entries_) n += e.bytes.size();
+  for (const auto& [k, e] : entries_) n += e.nbytes;
   return n;
 }
 
@@ -156,8 +164,8 @@ void SafetensorsWriter::write(const std::string& path) const {
   if (!metadata_.empty()) header["__metadata__"] = metadata_;
   size_t off = 0;
   for (const auto& [name, e] : entries_) {
-    header[name] = {{"dtype", dtype_name(e.dtype)}, {"shape", e.shape}, {"data_offsets", {off, off + e.bytes.size()}}};
-    off += e.bytes.size();
+    header[name] = {{"dtype", dtype_name(e.dtype)}, {"shape", e.shape}, {"data_offsets", {off, off + e.nbytes}}};
+    off += e.nbytes;
   }
   std::string h = header.dump();
   while ((8 + h.size()) % 8) h += ' ';
@@ -165,8 +173,16 @@ void SafetensorsWriter::write(const std::string& path) const {
   if (!f) fail(path, ": cannot create: ", std::strerror(errno));
   uint64_t len = h.size();
   bool ok = std::fwrite(&len, 8, 1, f) == 1 && std::fwrite(h.data(), 1, h.size(), f) == h.size();
-  for (const auto& [name, e] : entries_)
-    ok = ok && (e.bytes.empty() || std::fwrite(e.bytes.data(), 1, e.bytes.size(), f) == e.bytes.size());
+  std::vector<uint8_t> buf;
+  for (const auto& [name, e] : entries_) {
+    const std::vector<uint8_t>* src = &e.bytes;
+    if (e.fill) {
+      buf.assign(e.nbytes, 0);
+      e.fill(buf.data(), e.nbytes);
+      src = &buf;
+    }
+    ok = ok && (src->empty() || std::fwrite(src->data(), 1, src->size(), f) == src->size());
+  }
   if (std::fclose(f) != 0 || !ok) fail(path, ": write failed");
 }
 

@@ -3,6 +3,7 @@
 // dtype size == byte length, offsets inside the file, no two tensors overlapping.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -59,11 +60,15 @@ class SafetensorsFile {
 class SafetensorsWriter {
  public:
   void add(const std::string& name, DType dtype, std::vector<int64_t> shape, std::vector<uint8_t> bytes);
+  // A tensor whose bytes are produced only while writing (fill gets a buffer of the
+  // tensor's size), so multi-GB checkpoints are written without holding them in memory.
+  using Fill = std::function<void(uint8_t* dst, size_t nbytes)>;
+  void add_lazy(const std::string& name, DType dtype, std::vector<int64_t> shape, Fill fill);
   void add_metadata(const std::string& key, const std::string& value) { metadata_[key] = value; }
   size_t total_bytes() const;
   void write(const std::string& path) const;  // Error naming the path on failure
  private:
-  struct Entry { DType dtype; std::vector<int64_t> shape; std::vector<uint8_t> bytes; };
+  struct Entry { DType dtype; std::vector<int64_t> shape; std::vector<uint8_t> bytes; Fill fill; size_t nbytes; };
   std::map<std::string, Entry> entries_;
   std::map<std::string, std::string> metadata_;
 };
