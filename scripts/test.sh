@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The README's second command (and what CI runs): build everything, then run the
+# GoogleTest suites through ctest and the end-to-end server tests with real clients.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/build.sh
+status=0
+(cd build && ctest --output-on-failure -j"${JOBS:-$(nproc)}" --timeout 600) || status=1
+for e2e in tests/*/run_e2e.sh tests/server_e2e/run.sh; do
+  [ -f "$e2e" ] || continue
+  echo "=== $e2e ===" >&2
+  bash "$e2e" || status=1
+done
+exit $status
