@@ -18,6 +18,19 @@ size_t Linear::bytes() const {
   return static_cast<size_t>(dense.bytes());
 }
 
+void to_f32(DType dtype, const uint8_t* p, int64_t n, float* out) {
+  if (dtype == DType::F32) {
+    std::memcpy(out, p, n * sizeof(float));
+    return;
+  }
+  float (*widen)(uint16_t) = dtype == DType::BF16 ? &bf16_to_f32 : &f16_to_f32;
+  for (int64_t i = 0; i < n; ++i) {
+    uint16_t h;
+    std::memcpy(&h, p + 2 * i, 2);
+    out[i] = widen(h);
+  }
+}
+
 ops::WType wtype_of(const TensorInfo& t) {
   switch (t.dtype) {
     case DType::BF16: return ops::WType::BF16;
@@ -40,26 +53,7 @@ std::vector<float> WeightReader::floats(const std::string& name, const std::vect
   const TensorInfo& t = tensor(name, shape);
   const int64_t n = t.numel();
   std::vector<float> out(n);
-  const uint8_t* p = t.data;
-  switch (t.dtype) {
-    case DType::BF16:
-      for (int64_t i = 0; i < n; ++i) {
-        uint16_t h;
-        std::memcpy(&h, p + 2 * i, 2);
-        out[i] = bf16_to_f32(h);
-      }
-      break;
-    case DType::F16:
-      for (int64_t i = 0; i < n; ++i) {
-        uint16_t h;
-        std::memcpy(&h, p + 2 * i, 2);
-        out[i] = f16_to_f32(h);
-      }
-      break;
-    default:
-      std::memcpy(out.data(), p, n * sizeof(float));
-      break;
-  }
+  to_f32(t.dtype, t.data, n, out.data());
   return out;
 }
 

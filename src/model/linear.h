@@ -25,6 +25,9 @@ struct Linear {
   size_t bytes() const;
 };
 
+// n values of a float tensor (F32, BF16 or F16 bytes at p, any alignment) widened to fp32.
+void to_f32(DType dtype, const uint8_t* p, int64_t n, float* out);
+
 ops::WType wtype_of(const TensorInfo& t);   // Error naming the tensor for non-float dtypes
 
 // Reads tensors of one checkpoint with shape checks against the config.

@@ -221,16 +221,7 @@ void embed_rows(const ModelWeights& w, const int* tokens, int64_t n, int64_t hid
   const size_t esz = dtype_size(t.dtype);
   for (int64_t i = 0; i < n; ++i) {
     const uint8_t* row = t.data + static_cast<size_t>(tokens[i]) * hidden * esz;
-    float* o = out + i * hidden;
-    if (t.dtype == DType::F32) {
-      std::memcpy(o, row, hidden * sizeof(float));
-    } else {
-      for (int64_t j = 0; j < hidden; ++j) {
-        uint16_t h;
-        std::memcpy(&h, row + 2 * j, 2);
-        o[j] = t.dtype == DType::BF16 ? bf16_to_f32(h) : f16_to_f32(h);
-      }
-    }
+    to_f32(t.dtype, row, hidden, out + i * hidden);
   }
 }
 

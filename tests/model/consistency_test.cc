@@ -1,0 +1,270 @@
+// Self-consistency of the forward pass: prefill-then-decode equals one prefill,
+// split prefills, batched steps of different sequences equal running them one at
+// a time, state reset/clone, chunked == recurrent delta rule, and bad input.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "golden.h"
+#include "model/delta_rule.h"
+#include "util/error.h"
+
+namespace qinfer::test {
+namespace {
+
+constexpr double kRelTol = 1e-4;   // same model, different summation order only
+
+std::string s1_bf16() { return fixtures_dir() + "/qwen35moe-tiny-s1/bf16"; }
+std::string s1_gptq() { return fixtures_dir() + "/qwen35moe-tiny-s1/gptq"; }
+
+Model& model_at(const std::string& dir) {
+  static std::map<std::string, std::unique_ptr<Model>> models;
+  auto& m = models[dir];
+  if (!m) {
+    LoadOptions o;
+    o.threads = 2;
+    m = Model::load(dir, o);
+  }
+  return *m;
+}
+
+std::vector<int> prompt(const std::string& dir, int p) { return Golden(dir).i32("p" + std::to_string(p) + ".input_ids"); }
+
+class Consistency : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Consistency, PrefillThenDecodeEqualsFullPrefill) {
+  Model& m = model_at(GetParam());
+  const int64_t V = m.config().text.vocab_size;
+  const std::vector<int> ids = prompt(GetParam(), 2);   // 70 tokens: crosses a delta-rule chunk
+  auto full_state = m.new_sequence();
+  const std::vector<float> full = run(m, *full_state, ids);
+  for (int64_t split : {1, 5, 40, 64, 69}) {
+    auto s = m.new_sequence();
+    std::vector<int> head(ids.begin(), ids.begin() + split);
+    std::vector<float> got = run(m, *s, head);
+    for (size_t t = split; t < ids.size(); ++t) {
+      std::vector<float> step = run(m, *s, {ids[t]});
+      got.insert(got.end(), step.begin(), step.end());
+    }
+    ASSERT_EQ(got.size(), full.size());
+    Diff worst;
+    for (size_t t = 0; t < ids.size(); ++t) {
+      Diff d = compare(got.data() + t * V, full.data() + t * V, V);
+      worst.rel_l2 = std::max(worst.rel_l2, d.rel_l2);
+      worst.max_abs = std::max(worst.max_abs, d.max_abs);
+    }
+    std::printf("  prefill %2lld + decode %2lld vs full prefill: rel-L2 %.3e max-abs %.3e\n",
+                static_cast<long long>(split), static_cast<long long>(ids.size() - split), worst.rel_l2, worst.max_abs);
+    EXPECT_LT(worst.rel_l2, kRelTol) << "split " << split;
+  }
+}
+
+TEST_P(Consistency, SplitPrefillEqualsOnePrefill) {
+  Model& m = model_at(GetParam());
+  const int64_t V = m.config().text.vocab_size;
+  const std::vector<int> ids = prompt(GetParam(), 2);
+  auto a = m.new_sequence();
+  const std::vector<float> full = run(m, *a, ids);
+  auto b = m.new_sequence();
+  std::vector<int> p1(ids.begin(), ids.begin() + 30), p2(ids.begin() + 30, ids.end());
+  run(m, *b, p1);
+  const std::vector<float> tail = run(m, *b, p2);
+  Diff d = compare(tail.data(), full.data() + 30 * V, tail.size());
+  EXPECT_LT(d.rel_l2, kRelTol);
+  EXPECT_EQ(b->n_tokens(), static_cast<int64_t>(ids.size()));
+}
+
+TEST_P(Consistency, BatchedStepsEqualOneAtATime) {
+  Model& m = model_at(GetParam());
+  const int64_t V = m.config().text.vocab_size;
+  std::vector<std::vector<int>> prompts = {prompt(GetParam(), 0), prompt(GetParam(), 1), prompt(GetParam(), 2)};
+  prompts.push_back({prompts[0][0]});   // a one-token prefill too
+  const size_t S = prompts.size();
+
+  // Reference: each sequence alone (prefill, then 6 greedy steps).
+  std::vector<std::vector<float>> ref_logits(S);
+  std::vector<std::vector<int>> ref_tokens(S);
+  for (size_t s = 0; s < S; ++s) {
+    auto st = m.new_sequence();
+    std::vector<float> l = run(m, *st, prompts[s], true);
+    ref_logits[s] = l;
+    int tok = argmax(l.data() + (prompts[s].size() - 1) * V, V);
+    for (int j = 0; j < 6; ++j) {
+      ref_tokens[s].push_back(tok);
+      std::vector<float> d = run(m, *st, {tok}, false);
+      ref_logits[s].insert(ref_logits[s].end(), d.begin(), d.end());
+      tok = argmax(d.data(), V);
+    }
+  }
+
+  // Batched: all prefills in one call (mixed all_logits), then batched decode.
+  std::vector<std::unique_ptr<SequenceState>> states;
+  std::vector<std::vector<float>> out(S);
+  std::vector<Model::Step> steps;
+  for (size_t s = 0; s < S; ++s) {
+    states.push_back(m.new_sequence());
+    const bool all = s % 2 == 0;
+    out[s].assign((all ? prompts[s].size() : 1) * V, 0.0f);
+    steps.push_back({states[s].get(), prompts[s].data(), static_cast<int64_t>(prompts[s].size()), out[s].data(), all});
+  }
+  m.forward(steps);
+  for (size_t s = 0; s < S; ++s) {
+    const size_t T = prompts[s].size();
+    if (s % 2 == 0) {
+      Diff d = compare(out[s].data(), ref_logits[s].data(), T * V);
+      EXPECT_LT(d.rel_l2, kRelTol) << "batched prefill, sequence " << s;
+    } else {
+      Diff d = compare(out[s].data(), ref_logits[s].data() + (T - 1) * V, V);
+      EXPECT_LT(d.rel_l2, kRelTol) << "batched prefill last row, sequence " << s;
+    }
+  }
+  std::vector<int> toks(S);
+  for (int j = 0; j < 6; ++j) {
+    steps.clear();
+    for (size_t s = 0; s < S; ++s) {
+      toks[s] = ref_tokens[s][j];
+      out[s].assign(V, 0.0f);
+      steps.push_back({states[s].get(), &toks[s], 1, out[s].data(), j % 2 == 1});
+    }
+    m.forward(steps);
+    for (size_t s = 0; s < S; ++s) {
+      const float* want = ref_logits[s].data() + (prompts[s].size() + j) * V;
+      Diff d = compare(out[s].data(), want, V);
+      EXPECT_LT(d.rel_l2, kRelTol) << "batched decode step " << j << ", sequence " << s;
+      EXPECT_EQ(argmax(out[s].data(), V), j + 1 < 6 ? ref_tokens[s][j + 1] : argmax(want, V));
+    }
+  }
+}
+
+TEST_P(Consistency, ResetAndClone) {
+  Model& m = model_at(GetParam());
+  const int64_t V = m.config().text.vocab_size;
+  const std::vector<int> ids = prompt(GetParam(), 1);
+  auto s = m.new_sequence();
+  const size_t empty_bytes = s->memory_bytes();
+  const std::vector<float> first = run(m, *s, ids, false);
+  EXPECT_GT(s->memory_bytes(), empty_bytes);   // KV blocks were added
+  auto c = s->clone();
+  EXPECT_EQ(c->n_tokens(), s->n_tokens());
+  const std::vector<float> a = run(m, *s, {7}, false);
+  const std::vector<float> b = run(m, *c, {7}, false);
+  EXPECT_EQ(a, b);
+  s->reset();
+  EXPECT_EQ(s->n_tokens(), 0);
+  EXPECT_EQ(s->memory_bytes(), empty_bytes);
+  const std::vector<float> again = run(m, *s, ids, false);
+  Diff d = compare(again.data(), first.data(), V);
+  EXPECT_EQ(d.max_abs, 0.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, Consistency, ::testing::Values(s1_bf16(), s1_gptq()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param.find("gptq") != std::string::npos ? std::string("gptq")
+                                                                               : std::string("bf16");
+                         });
+
+TEST(ForwardErrors, BadInputThrowsWithoutTouchingState) {
+  Model& m = model_at(s1_bf16());
+  const int V = m.config().text.vocab_size;
+  auto s = m.new_sequence();
+  std::vector<float> logits(V);
+  std::vector<int> bad = {1, 2, V};
+  Model::Step st{s.get(), bad.data(), 3, logits.data(), false};
+  try {
+    m.forward({st});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("token id " + std::to_string(V)), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(s->n_tokens(), 0);
+  std::vector<int> neg = {-1};
+  st.tokens = neg.data();
+  st.n_tokens = 1;
+  EXPECT_THROW(m.forward({st}), Error);
+
+  // Past max_position_embeddings.
+  std::vector<int> ok = {1, 2};
+  s->advance(m.max_context() - 1);
+  st.tokens = ok.data();
+  st.n_tokens = 2;
+  try {
+    m.forward({st});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("position " + std::to_string(m.max_context())), std::string::npos)
+        << e.what();
+  }
+  s->reset();
+
+  // Same state twice, null pointers, no tokens.
+  st.n_tokens = 1;
+  EXPECT_THROW(m.forward({st, st}), Error);
+  Model::Step nostate = st;
+  nostate.state = nullptr;
+  EXPECT_THROW(m.forward({nostate}), Error);
+  Model::Step nologits = st;
+  nologits.logits = nullptr;
+  EXPECT_THROW(m.forward({nologits}), Error);
+  Model::Step empty = st;
+  empty.n_tokens = 0;
+  EXPECT_THROW(m.forward({empty}), Error);
+  EXPECT_EQ(s->n_tokens(), 0);
+}
+
+// Chunked vs recurrent delta rule on random inputs (one head), several chunk sizes.
+TEST(DeltaRule, ChunkedEqualsRecurrent) {
+  const int64_t T = 150, dk = 16, dv = 24;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::uniform_real_distribution<float> ud(0.0f, 1.0f);
+  std::vector<float> q(T * dk), k(T * dk), v(T * dv), g(T), beta(T);
+  auto l2 = [&](float* x, float scale) {
+    float s = 0;
+    for (int64_t i = 0; i < dk; ++i) s += x[i] * x[i];
+    for (int64_t i = 0; i < dk; ++i) x[i] *= scale / std::sqrt(s + 1e-6f);
+  };
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t i = 0; i < dk; ++i) q[t * dk + i] = nd(rng), k[t * dk + i] = nd(rng);
+    l2(&q[t * dk], 1.0f / std::sqrt(float(dk)));
+    l2(&k[t * dk], 1.0f);
+    for (int64_t i = 0; i < dv; ++i) v[t * dv + i] = nd(rng);
+    g[t] = -2.0f * ud(rng);
+    beta[t] = ud(rng);
+  }
+  std::vector<float> S0(dk * dv);
+  for (auto& x : S0) x = 0.3f * nd(rng);
+  auto io_for = [&](std::vector<float>& o, std::vector<float>& S) {
+    model::DeltaRuleIO io;
+    io.T = T; io.dk = dk; io.dv = dv;
+    io.q = q.data(); io.k = k.data(); io.v = v.data();
+    io.q_stride = io.k_stride = dk; io.v_stride = dv;
+    io.g = g.data(); io.beta = beta.data(); io.gb_stride = 1;
+    io.o = o.data(); io.o_stride = dv; io.S = S.data();
+    return io;
+  };
+  std::vector<float> o_rec(T * dv), S_rec = S0;
+  model::delta_rule_recurrent(io_for(o_rec, S_rec));
+  for (int64_t C : {1, 7, 16, 64}) {
+    std::vector<float> o(T * dv), S = S0;
+    model::delta_rule_chunked(io_for(o, S), C);
+    EXPECT_LT(compare(o.data(), o_rec.data(), o.size()).max_abs, 2e-5) << "C = " << C;
+    EXPECT_LT(compare(S.data(), S_rec.data(), S.size()).max_abs, 2e-5) << "C = " << C;
+  }
+  // And against a plain double-precision evaluation of the recurrence.
+  std::vector<double> Sd(S0.begin(), S0.end());
+  double worst = 0;
+  for (int64_t t = 0; t < T; ++t) {
+    const double dec = std::exp(double(g[t]));
+    std::vector<double> pred(dv, 0.0), u(dv), o(dv, 0.0);
+    for (int64_t i = 0; i < dk; ++i)
+      for (int64_t j = 0; j < dv; ++j) pred[j] += k[t * dk + i] * (Sd[i * dv + j] *= dec);
+    for (int64_t j = 0; j < dv; ++j) u[j] = beta[t] * (v[t * dv + j] - pred[j]);
+    for (int64_t i = 0; i < dk; ++i)
+      for (int64_t j = 0; j < dv; ++j) o[j] += q[t * dk + i] * (Sd[i * dv + j] += k[t * dk + i] * u[j]);
+    for (int64_t j = 0; j < dv; ++j) worst = std::max(worst, std::fabs(o[j] - o_rec[t * dv + j]));
+  }
+  EXPECT_LT(worst, 1e-5);
+}
+
+}  // namespace
+}  // namespace qinfer::test
