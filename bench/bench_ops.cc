@@ -68,8 +68,9 @@ void report(benchmark::State& st, double bytes, double flops) {
   st.counters["GFLOP"] = benchmark::Counter(flops * st.iterations() / 1e9, benchmark::Counter::kIsRate);
 }
 
-void bm_dense(benchmark::State& st, std::string path, WType t, int64_t rows, int64_t cols, int64_t n) {
+void bm_dense(benchmark::State& st, std::string path, WType t, int64_t rows, int64_t cols, int64_t n, bool bf16_dot) {
   set_kernel_path(path.c_str());
+  set_kernel_options(KernelOptions{bf16_dot});
   DenseMatrix w = dense_view(WType::BF16, bf16_weights(rows, cols).data(), rows, cols);
   if (t == WType::Q8) w = dense_to_q8(w);
   auto x = activations(n, cols);
@@ -80,6 +81,7 @@ void bm_dense(benchmark::State& st, std::string path, WType t, int64_t rows, int
   }
   report(st, static_cast<double>(w.bytes()), 2.0 * rows * cols * n);
   set_kernel_path("");
+  set_kernel_options(KernelOptions{});
 }
 
 void bm_int4(benchmark::State& st, std::string path, int64_t rows, int64_t cols, int64_t n, int experts) {
@@ -117,8 +119,8 @@ int register_all() {
   if (cpu_features().has_avx2_path()) paths.push_back("avx2");
   if (cpu_features().has_avx512_path()) paths.push_back("avx512");
   for (const auto& p : paths) {
-    auto dense = [&](const char* name, WType t, int64_t rows, int64_t cols, int64_t n) {
-      benchmark::RegisterBenchmark((std::string(name) + "/" + p).c_str(), bm_dense, p, t, rows, cols, n)
+    auto dense = [&](const char* name, WType t, int64_t rows, int64_t cols, int64_t n, bool bf16_dot = false) {
+      benchmark::RegisterBenchmark((std::string(name) + "/" + p).c_str(), bm_dense, p, t, rows, cols, n, bf16_dot)
           ->Unit(benchmark::kMillisecond)->UseRealTime();
     };
     auto int4 = [&](const char* name, int64_t rows, int64_t cols, int64_t n, int experts) {
@@ -139,6 +141,11 @@ int register_all() {
       dense("bf16_matmul_2048x8192_n512", WType::BF16, 8192, 2048, 512);
       int4("int4_matmul_expert_512x2048_n64", 512, 2048, 64, 1);
       int4("int4_matmul_expert_512x2048_n512", 512, 2048, 512, 1);
+    }
+    if (p == "avx512") {  // opt-in bf16_dot variant (less exact, see kernels.h)
+      dense("bf16dot_matvec_2048x8192", WType::BF16, 8192, 2048, 1, true);
+      dense("bf16dot_matmul_2048x8192_n64", WType::BF16, 8192, 2048, 64, true);
+      dense("bf16dot_matmul_2048x8192_n512", WType::BF16, 8192, 2048, 512, true);
     }
   }
   return 0;

@@ -42,6 +42,14 @@ std::atomic<const KernelTable*>& table_slot() {
   return slot;
 }
 
+std::atomic<bool>& bf16_dot_flag() {
+  static std::atomic<bool> flag{[] {
+    const char* env = std::getenv("QINFER_KERNEL_OPTS");
+    return env && std::strstr(env, "bf16_dot") != nullptr;
+  }()};
+  return flag;
+}
+
 const KernelTable& table() {
   const KernelTable* t = table_slot().load(std::memory_order_acquire);
   if (!t) {
@@ -207,6 +215,14 @@ void matmul(const DenseMatrix& W, const float* X, int64_t n, float* Y) {
   if (n == 0) return;
   const KernelTable& t = table();
   const double work = static_cast<double>(W.cols) * (elem_bytes(W.type) + n);
+  if (W.type == WType::BF16 && t.bf16_dot_rows && bf16_dot_flag().load(std::memory_order_relaxed)) {
+    const int64_t ld = (W.cols + detail::kBf16DotPad - 1) / detail::kBf16DotPad * detail::kBf16DotPad;
+    std::vector<uint16_t> xb(n * ld, 0);
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t k = 0; k < W.cols; ++k) xb[j * ld + k] = detail::f32_to_bf16(X[j * W.cols + k]);
+    for_rows(W.rows, work, [&](int64_t r0, int64_t r1) { t.bf16_dot_rows(W, xb.data(), n, Y, r0, r1); });
+    return;
+  }
   for_rows(W.rows, work, [&](int64_t r0, int64_t r1) { t.dense_rows(W, X, n, Y, r0, r1); });
 }
 
@@ -249,6 +265,14 @@ void matmul_batch(const GptqProduct* items, size_t count) {
       if (lo < hi) t.gptq_rows(*items[i].W, xs[i], items[i].n, items[i].Y, lo, hi);
     }
   });
+}
+
+void set_kernel_options(const KernelOptions& o) { bf16_dot_flag().store(o.bf16_dot); }
+
+KernelOptions kernel_options() {
+  KernelOptions o;
+  o.bf16_dot = bf16_dot_flag().load();
+  return o;
 }
 
 const char* kernel_path() { return table().name; }

@@ -50,6 +50,16 @@ struct GptqProduct {
 };
 void matmul_batch(const GptqProduct* items, size_t count);
 
+// Faster, less exact variants (off by default; they need the avx512 path and are
+// ignored elsewhere). bf16_dot: BF16 weights times activations rounded to bf16
+// with _mm512_dpbf16_ps (fp32 accumulation); costs accuracy, see the report in
+// tests/ops/kernels_options_test.cc. Environment: QINFER_KERNEL_OPTS=bf16_dot.
+struct KernelOptions {
+  bool bf16_dot = false;
+};
+void set_kernel_options(const KernelOptions& o);
+KernelOptions kernel_options();
+
 // Which path runs ("avx512", "avx2", "scalar"); the environment variable
 // QINFER_KERNELS=scalar|avx2|avx512 forces one (an error if the CPU lacks it).
 const char* kernel_path();

@@ -62,7 +62,7 @@ struct V {
 }  // namespace
 
 const KernelTable& avx2_kernels() {
-  static const KernelTable t{"avx2", dense_rows, gptq_rows};
+  static const KernelTable t{"avx2", dense_rows, gptq_rows, nullptr};
   return t;
 }
 

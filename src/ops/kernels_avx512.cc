@@ -56,10 +56,67 @@ struct V {
 
 #include "ops/kernels_simd.h"
 
+// ---- Option bf16_dot: BF16 weights x bf16 activations, _mm512_dpbf16_ps ----
+
+// NR weight rows x NX activation rows; 32 elements per step, masked tail.
+template <int NR, int NX>
+inline void bf16_dot_tile(const uint16_t* w, int64_t K, const uint16_t* x, int64_t ldx, float* y, int64_t ldy) {
+  __m512 acc[NX][NR];
+  QINFER_UNROLL
+  for (int j = 0; j < NX; ++j)
+    QINFER_UNROLL
+    for (int r = 0; r < NR; ++r) acc[j][r] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < K; k += 32) {
+    const __mmask32 m = K - k >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((uint64_t{1} << (K - k)) - 1);
+    __m512bh wv[NR];
+    QINFER_UNROLL
+    for (int r = 0; r < NR; ++r) wv[r] = (__m512bh)_mm512_maskz_loadu_epi16(m, w + r * K + k);
+    QINFER_UNROLL
+    for (int j = 0; j < NX; ++j) {
+      const __m512bh xv = (__m512bh)_mm512_loadu_si512(x + j * ldx + k);  // zero padded to 32
+      QINFER_UNROLL
+      for (int r = 0; r < NR; ++r) acc[j][r] = _mm512_dpbf16_ps(acc[j][r], wv[r], xv);
+    }
+  }
+  QINFER_UNROLL
+  for (int j = 0; j < NX; ++j)
+    QINFER_UNROLL
+    for (int r = 0; r < NR; ++r) y[j * ldy + r] = _mm512_reduce_add_ps(acc[j][r]);
+}
+
+template <int NR>
+void bf16_dot_rows_x(const uint16_t* w, int64_t K, const uint16_t* X, int64_t ldx, int64_t n, float* Y, int64_t ldy) {
+  for (int64_t j = 0; j < n; j += 4) {
+    switch (std::min<int64_t>(4, n - j)) {
+      case 1: bf16_dot_tile<NR, 1>(w, K, X + j * ldx, ldx, Y + j * ldy, ldy); break;
+      case 2: bf16_dot_tile<NR, 2>(w, K, X + j * ldx, ldx, Y + j * ldy, ldy); break;
+      case 3: bf16_dot_tile<NR, 3>(w, K, X + j * ldx, ldx, Y + j * ldy, ldy); break;
+      default: bf16_dot_tile<NR, 4>(w, K, X + j * ldx, ldx, Y + j * ldy, ldy); break;
+    }
+  }
+}
+
+void bf16_dot_rows(const DenseMatrix& W, const uint16_t* Xb, int64_t n, float* Y, int64_t r0, int64_t r1) {
+  const uint16_t* w = static_cast<const uint16_t*>(W.weights());
+  const int64_t K = W.cols, ldx = round_up(K, kBf16DotPad), ldy = W.rows;
+  // Activation blocks of 64 rows stay in cache while 4-row weight tiles stream.
+  for (int64_t xb = 0; xb < n; xb += kXBlock) {
+    const int64_t nx = std::min(kXBlock, n - xb);
+    int64_t r = r0;
+    if (nx == 1) {
+      for (; r + 8 <= r1; r += 8) bf16_dot_tile<8, 1>(w + r * K, K, Xb + xb * ldx, ldx, Y + xb * ldy + r, ldy);
+    } else {
+      for (; r + 4 <= r1; r += 4)
+        bf16_dot_rows_x<4>(w + r * K, K, Xb + xb * ldx, ldx, nx, Y + xb * ldy + r, ldy);
+    }
+    for (; r < r1; ++r) bf16_dot_rows_x<1>(w + r * K, K, Xb + xb * ldx, ldx, nx, Y + xb * ldy + r, ldy);
+  }
+}
+
 }  // namespace
 
 const KernelTable& avx512_kernels() {
-  static const KernelTable t{"avx512", dense_rows, gptq_rows};
+  static const KernelTable t{"avx512", dense_rows, gptq_rows, bf16_dot_rows};
   return t;
 }
 

@@ -96,7 +96,7 @@ void gptq_rows(const GptqMatrix& W, const float* X, int64_t n, float* Y, int64_t
 }  // namespace
 
 const KernelTable& scalar_kernels() {
-  static const KernelTable t{"scalar", dense_rows, gptq_rows};
+  static const KernelTable t{"scalar", dense_rows, gptq_rows, nullptr};
   return t;
 }
 

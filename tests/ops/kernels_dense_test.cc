@@ -36,7 +36,7 @@ DenseCase make_dense(WType t, int64_t rows, int64_t cols, std::mt19937& rng) {
       c.bytes.resize(f.size() * 2);
       auto* h = reinterpret_cast<uint16_t*>(c.bytes.data());
       for (size_t i = 0; i < f.size(); ++i) {
-        h[i] = t == WType::BF16 ? testing::f32_to_bf16(f[i]) : testing::f32_to_f16(f[i]);
+        h[i] = t == WType::BF16 ? detail::f32_to_bf16(f[i]) : testing::f32_to_f16(f[i]);
         c.w[i] = t == WType::BF16 ? detail::bf16_to_f32(h[i]) : detail::f16_to_f32(h[i]);
       }
       break;

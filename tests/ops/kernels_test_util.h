@@ -35,12 +35,6 @@ inline std::vector<float> random_floats(std::mt19937& rng, size_t n, float lo = 
   return v;
 }
 
-inline uint16_t f32_to_bf16(float f) {  // round to nearest even
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  u += 0x7fff + ((u >> 16) & 1);
-  return static_cast<uint16_t>(u >> 16);
-}
 
 // For |f| < 65504: nearest fp16 (ties away from zero; exactness is all tests need).
 inline uint16_t f32_to_f16(float f) {
