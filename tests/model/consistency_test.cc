@@ -17,23 +17,13 @@ constexpr double kRelTol = 1e-4;   // same model, different summation order only
 std::string s1_bf16() { return fixtures_dir() + "/qwen35moe-tiny-s1/bf16"; }
 std::string s1_gptq() { return fixtures_dir() + "/qwen35moe-tiny-s1/gptq"; }
 
-Model& model_at(const std::string& dir) {
-  static std::map<std::string, std::unique_ptr<Model>> models;
-  auto& m = models[dir];
-  if (!m) {
-    LoadOptions o;
-    o.threads = 2;
-    m = Model::load(dir, o);
-  }
-  return *m;
-}
 
 std::vector<int> prompt(const std::string& dir, int p) { return Golden(dir).i32("p" + std::to_string(p) + ".input_ids"); }
 
 class Consistency : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Consistency, PrefillThenDecodeEqualsFullPrefill) {
-  Model& m = model_at(GetParam());
+  Model& m = cached_model(GetParam());
   const int64_t V = m.config().text.vocab_size;
   const std::vector<int> ids = prompt(GetParam(), 2);   // 70 tokens: crosses a delta-rule chunk
   auto full_state = m.new_sequence();
@@ -60,7 +50,7 @@ TEST_P(Consistency, PrefillThenDecodeEqualsFullPrefill) {
 }
 
 TEST_P(Consistency, SplitPrefillEqualsOnePrefill) {
-  Model& m = model_at(GetParam());
+  Model& m = cached_model(GetParam());
   const int64_t V = m.config().text.vocab_size;
   const std::vector<int> ids = prompt(GetParam(), 2);
   auto a = m.new_sequence();
@@ -75,7 +65,7 @@ TEST_P(Consistency, SplitPrefillEqualsOnePrefill) {
 }
 
 TEST_P(Consistency, BatchedStepsEqualOneAtATime) {
-  Model& m = model_at(GetParam());
+  Model& m = cached_model(GetParam());
   const int64_t V = m.config().text.vocab_size;
   std::vector<std::vector<int>> prompts = {prompt(GetParam(), 0), prompt(GetParam(), 1), prompt(GetParam(), 2)};
   prompts.push_back({prompts[0][0]});   // a one-token prefill too
@@ -137,7 +127,7 @@ TEST_P(Consistency, BatchedStepsEqualOneAtATime) {
 }
 
 TEST_P(Consistency, ResetAndClone) {
-  Model& m = model_at(GetParam());
+  Model& m = cached_model(GetParam());
   const int64_t V = m.config().text.vocab_size;
   const std::vector<int> ids = prompt(GetParam(), 1);
   auto s = m.new_sequence();
@@ -164,7 +154,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, Consistency, ::testing::Values(s1_bf16(), s1_
                          });
 
 TEST(ForwardErrors, BadInputThrowsWithoutTouchingState) {
-  Model& m = model_at(s1_bf16());
+  Model& m = cached_model(s1_bf16());
   const int V = m.config().text.vocab_size;
   auto s = m.new_sequence();
   std::vector<float> logits(V);

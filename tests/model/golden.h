@@ -92,6 +92,18 @@ inline int argmax(const float* x, int64_t n) {
   return best;
 }
 
+// Models loaded once per test binary (2 threads).
+inline Model& cached_model(const std::string& dir) {
+  static std::map<std::string, std::unique_ptr<Model>> models;
+  auto& m = models[dir];
+  if (!m) {
+    LoadOptions o;
+    o.threads = 2;
+    m = Model::load(dir, o);
+  }
+  return *m;
+}
+
 // One forward call of a single sequence; returns logits [n or 1][vocab].
 inline std::vector<float> run(Model& m, SequenceState& s, const std::vector<int>& ids, bool all = true,
                               ForwardTrace* trace = nullptr) {

@@ -12,16 +12,6 @@ namespace {
 constexpr double kRelTol = 1e-3;       // relative L2 on logits (the bar)
 constexpr double kHiddenAtol = 5e-4;   // golden.json recommended_tolerance
 
-Model& cached_model(const std::string& dir) {
-  static std::map<std::string, std::unique_ptr<Model>> models;
-  auto& m = models[dir];
-  if (!m) {
-    LoadOptions o;
-    o.threads = 2;
-    m = Model::load(dir, o);
-  }
-  return *m;
-}
 
 class GoldenTest : public ::testing::TestWithParam<std::string> {};
 
