@@ -104,6 +104,20 @@ void bm_int4(benchmark::State& st, std::string path, int64_t rows, int64_t cols,
   set_kernel_path("");
 }
 
+// Load-time cost of repacking one expert matrix (the model has 30,720 of them).
+void bm_gptq_pack(benchmark::State& st) {
+  const int64_t rows = 512, cols = 2048, gs = 32;
+  std::mt19937 rng(3);
+  std::vector<uint8_t> q(rows * cols), z(rows * (cols / gs), 8);
+  std::vector<float> s(rows * (cols / gs), 0.01f);
+  for (auto& c : q) c = rng() & 15;
+  for (auto _ : st) {
+    auto m = gptq_pack({rows, cols, static_cast<int>(gs), q.data(), s.data(), z.data(), nullptr});
+    benchmark::DoNotOptimize(m.get());
+  }
+  st.counters["GB"] = benchmark::Counter(rows * cols * 1e-9 * st.iterations(), benchmark::Counter::kIsRate);
+}
+
 void bm_bandwidth(benchmark::State& st) {
   Bandwidth b;
   for (auto _ : st) b = measure_bandwidth(int64_t{256} << 20, 3);
@@ -115,6 +129,7 @@ void bm_bandwidth(benchmark::State& st) {
 int register_all() {
   if (const char* t = std::getenv("QINFER_BENCH_THREADS")) qinfer::ThreadPool::set_global_threads(std::atoi(t));
   benchmark::RegisterBenchmark("memory_bandwidth", bm_bandwidth)->Iterations(1)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("gptq_pack_512x2048", bm_gptq_pack)->Unit(benchmark::kMicrosecond);
   std::vector<std::string> paths{"scalar"};
   if (cpu_features().has_avx2_path()) paths.push_back("avx2");
   if (cpu_features().has_avx512_path()) paths.push_back("avx512");

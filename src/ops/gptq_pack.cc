@@ -1,5 +1,7 @@
 #include "ops/gptq_pack.h"
 
+#include <emmintrin.h>
+
 #include <cmath>
 
 #include "util/error.h"
@@ -73,20 +75,30 @@ std::unique_ptr<GptqMatrix> gptq_pack(const GptqCanonical& c) {
     const uint8_t* q = c.q + r * cols;
     const int32_t* z = m->zero_.data() + r * groups;
     uint8_t* out = m->codes_.data() + r * (kp / 2);
-    auto code = [&](int64_t p) -> uint32_t {
-      const int32_t src = identity ? static_cast<int32_t>(p) : perm[p];
-      if (src < 0) return static_cast<uint32_t>(z[pgroup[p]]);
-      return q[src];
-    };
-    uint8_t bad = 0;
-    for (int64_t b = 0; b < kp; b += B) {
-      for (int i = 0; i < B / 2; ++i) {
-        const uint32_t lo = code(b + i), hi = code(b + i + B / 2);
-        bad |= static_cast<uint8_t>(lo | hi);
-        out[b / 2 + i] = static_cast<uint8_t>(lo | (hi << 4));
+    uint8_t seen = 0;  // OR of all codes: > 15 means a bad one
+    if (identity) {  // 16 + 16 codes -> 16 bytes, SSE2 (baseline x86-64)
+      __m128i any = _mm_setzero_si128();
+      for (int64_t b = 0; b < kp; b += B) {
+        const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + b));
+        const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + b + B / 2));
+        any = _mm_or_si128(any, _mm_or_si128(lo, hi));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + b / 2), _mm_or_si128(lo, _mm_slli_epi16(hi, 4)));
       }
+      if (_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_and_si128(any, _mm_set1_epi8(static_cast<char>(0xf0))),
+                                           _mm_setzero_si128())) != 0xffff)
+        seen = 0xff;
+    } else {
+      auto code = [&](int64_t p) -> uint8_t {
+        return perm[p] < 0 ? static_cast<uint8_t>(z[pgroup[p]]) : q[perm[p]];
+      };
+      for (int64_t b = 0; b < kp; b += B)
+        for (int i = 0; i < B / 2; ++i) {
+          const uint8_t lo = code(b + i), hi = code(b + i + B / 2);
+          seen |= lo | hi;
+          out[b / 2 + i] = static_cast<uint8_t>(lo | (hi << 4));
+        }
     }
-    if (bad > 15) {
+    if (seen > 15) {
       for (int64_t i = 0; i < cols; ++i)
         if (q[i] > 15) fail("gptq_pack: q[", r, "][", i, "] = ", int(q[i]), " is not a 4-bit value");
     }

@@ -188,6 +188,9 @@ TEST(GptqKernels, BadInputIsAnError) {
   Canon bad = c;
   bad.q[70] = 16;
   expect_error(bad.view(), "q[1][6]");
+  Canon odd = make_canon(2, 48, 16, false, GIdx::Permuted, rng);  // reordered, padded layout
+  odd.q[50] = 31;
+  expect_error(odd.view(), "q[1][2]");
   bad = c;
   bad.zero[3] = 200;
   expect_error(bad.view(), "zero[1][1]");
