@@ -1,0 +1,303 @@
+#include "chat/py_value.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include "chat/text_util.h"
+
+namespace qinfer::chat {
+
+PyValue PyValue::boolean(bool v) {
+  PyValue p;
+  p.kind = Kind::kBool;
+  p.b = v;
+  return p;
+}
+
+PyValue PyValue::integer(std::string digits) {
+  PyValue p;
+  p.kind = Kind::kInt;
+  p.s = std::move(digits);
+  return p;
+}
+
+PyValue PyValue::floating(double v) {
+  PyValue p;
+  p.kind = Kind::kFloat;
+  p.f = v;
+  return p;
+}
+
+PyValue PyValue::str(std::string v) {
+  PyValue p;
+  p.kind = Kind::kStr;
+  p.s = std::move(v);
+  return p;
+}
+
+PyValue PyValue::unserializable() {
+  PyValue p;
+  p.kind = Kind::kUnserializable;
+  return p;
+}
+
+namespace {
+
+bool numeric(const PyValue& v) {
+  return v.kind == PyValue::Kind::kBool || v.kind == PyValue::Kind::kInt || v.kind == PyValue::Kind::kFloat;
+}
+
+double as_double(const PyValue& v) {
+  if (v.kind == PyValue::Kind::kBool) return v.b ? 1.0 : 0.0;
+  if (v.kind == PyValue::Kind::kInt) return std::strtod(v.s.c_str(), nullptr);
+  return v.f;
+}
+
+}  // namespace
+
+bool py_key_equal(const PyValue& a, const PyValue& b) {
+  using K = PyValue::Kind;
+  if (numeric(a) && numeric(b)) {
+    if (a.kind == K::kInt && b.kind == K::kInt) return a.s == b.s;
+    return as_double(a) == as_double(b);
+  }
+  if (a.kind != b.kind) return false;
+  switch (a.kind) {
+    case K::kNone:
+      return true;
+    case K::kStr:
+      return a.s == b.s;
+    case K::kTuple:
+      if (a.items.size() != b.items.size()) return false;
+      for (size_t i = 0; i < a.items.size(); ++i)
+        if (!py_key_equal(a.items[i], b.items[i])) return false;
+      return true;
+    default:
+      return false;
+  }
+}
+
+void PyValue::dict_set(PyValue key, PyValue value) {
+  for (auto& [k, v] : entries) {
+    if (py_key_equal(k, key)) {
+      v = std::move(value);
+      return;
+    }
+  }
+  entries.emplace_back(std::move(key), std::move(value));
+}
+
+std::string py_float_repr(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  // Shortest round-trip digits, then Python's layout: fixed for 1e-4 <= |v| < 1e16.
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
+  std::string sci(buf, r.ptr);
+  std::string out;
+  size_t i = 0;
+  if (sci[0] == '-') {
+    out = "-";
+    i = 1;
+  }
+  const size_t e_pos = sci.find('e');
+  std::string digits;
+  for (size_t k = i; k < e_pos; ++k)
+    if (sci[k] != '.') digits += sci[k];
+  const int exp = std::atoi(sci.c_str() + e_pos + 1);
+  if (exp < -4 || exp >= 16) {
+    out += digits[0];
+    if (digits.size() > 1) out += "." + digits.substr(1);
+    char eb[16];
+    std::snprintf(eb, sizeof eb, "e%c%02d", exp < 0 ? '-' : '+', std::abs(exp));
+    return out + eb;
+  }
+  if (exp < 0) return out + "0." + std::string(size_t(-exp - 1), '0') + digits;
+  const size_t int_len = size_t(exp) + 1;
+  if (digits.size() <= int_len) return out + digits + std::string(int_len - digits.size(), '0') + ".0";
+  return out + digits.substr(0, int_len) + "." + digits.substr(int_len);
+}
+
+std::string py_int_of_double(double v) {
+  v = std::trunc(v);
+  if (std::fabs(v) < 9.0e18) return std::to_string(static_cast<long long>(v));
+  // Exact decimal of mantissa * 2^exp by repeated doubling of a little-endian digit string.
+  int exp = 0;
+  const double m = std::frexp(std::fabs(v), &exp);  // |v| = m * 2^exp, m in [0.5, 1)
+  unsigned long long mant = static_cast<unsigned long long>(std::ldexp(m, 53));
+  exp -= 53;
+  std::string d;  // reversed digits
+  for (; mant; mant /= 10) d += char('0' + mant % 10);
+  for (int k = 0; k < exp; ++k) {
+    int carry = 0;
+    for (char& c : d) {
+      const int x = (c - '0') * 2 + carry;
+      c = char('0' + x % 10);
+      carry = x / 10;
+    }
+    if (carry) d += char('0' + carry);
+  }
+  std::string out = v < 0 ? "-" : "";
+  out.append(d.rbegin(), d.rend());
+  return out;
+}
+
+void py_json_dump_string(std::string& out, std::string_view s) {
+  out += '"';
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += ch;
+        }
+    }
+  }
+  out += '"';
+}
+
+namespace {
+
+void dump_float(std::string& out, double v) {
+  if (std::isnan(v)) out += "NaN";
+  else if (std::isinf(v)) out += v > 0 ? "Infinity" : "-Infinity";
+  else out += py_float_repr(v);
+}
+
+void dump(std::string& out, const PyValue& v) {
+  using K = PyValue::Kind;
+  switch (v.kind) {
+    case K::kNone: out += "null"; return;
+    case K::kBool: out += v.b ? "true" : "false"; return;
+    case K::kInt: out += v.s; return;
+    case K::kFloat: dump_float(out, v.f); return;
+    case K::kStr: py_json_dump_string(out, v.s); return;
+    case K::kList:
+    case K::kTuple:
+      out += '[';
+      for (size_t i = 0; i < v.items.size(); ++i) {
+        if (i) out += ", ";
+        dump(out, v.items[i]);
+      }
+      out += ']';
+      return;
+    case K::kDict:
+      out += '{';
+      for (size_t i = 0; i < v.entries.size(); ++i) {
+        if (i) out += ", ";
+        const PyValue& k = v.entries[i].first;
+        switch (k.kind) {
+          case K::kStr: py_json_dump_string(out, k.s); break;
+          case K::kInt: out += '"' + k.s + '"'; break;
+          case K::kBool: out += k.b ? "\"true\"" : "\"false\""; break;
+          case K::kNone: out += "\"null\""; break;
+          case K::kFloat:
+            out += '"';
+            dump_float(out, k.f);
+            out += '"';
+            break;
+          default: throw JsonDumpError("keys must be str, int, float, bool or None");
+        }
+        out += ": ";
+        dump(out, v.entries[i].second);
+      }
+      out += '}';
+      return;
+    case K::kUnserializable: throw JsonDumpError("object is not JSON serializable");
+  }
+}
+
+// Removes Python's digit-group underscores: only single ones between two digits are allowed.
+std::optional<std::string> strip_underscores(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '_') {
+      const bool ok = i > 0 && i + 1 < s.size() && std::isdigit(static_cast<unsigned char>(s[i - 1])) &&
+                      std::isdigit(static_cast<unsigned char>(s[i + 1]));
+      if (!ok) return std::nullopt;
+      continue;
+    }
+    out += s[i];
+  }
+  return out;
+}
+
+bool ieq(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(a[i])) != b[i]) return false;
+  return true;
+}
+
+}  // namespace
+
+std::string py_json_dumps(const PyValue& v) {
+  std::string out;
+  dump(out, v);
+  return out;
+}
+
+std::optional<PyValue> py_int(std::string_view s) {
+  s = py_strip(s);
+  bool neg = false;
+  if (!s.empty() && (s[0] == '+' || s[0] == '-')) {
+    neg = s[0] == '-';
+    s.remove_prefix(1);
+  }
+  if (s.empty()) return std::nullopt;
+  auto digits = strip_underscores(s);
+  if (!digits || digits->empty()) return std::nullopt;
+  for (char c : *digits)
+    if (c < '0' || c > '9') return std::nullopt;
+  const size_t nz = digits->find_first_not_of('0');
+  if (nz == std::string::npos) return PyValue::integer("0");
+  return PyValue::integer((neg ? "-" : "") + digits->substr(nz));
+}
+
+std::optional<double> py_float(std::string_view s) {
+  s = py_strip(s);
+  std::string_view body = s;
+  bool neg = false;
+  if (!body.empty() && (body[0] == '+' || body[0] == '-')) {
+    neg = body[0] == '-';
+    body.remove_prefix(1);
+  }
+  if (ieq(body, "inf") || ieq(body, "infinity")) return neg ? -HUGE_VAL : HUGE_VAL;
+  if (ieq(body, "nan")) return neg ? -NAN : NAN;
+  auto clean = strip_underscores(body);
+  if (!clean || clean->empty()) return std::nullopt;
+  // digits [. digits] [e [sign] digits], with at least one mantissa digit.
+  const std::string& t = *clean;
+  size_t i = 0, mant_digits = 0;
+  while (i < t.size() && std::isdigit(static_cast<unsigned char>(t[i]))) ++i, ++mant_digits;
+  if (i < t.size() && t[i] == '.') {
+    ++i;
+    while (i < t.size() && std::isdigit(static_cast<unsigned char>(t[i]))) ++i, ++mant_digits;
+  }
+  if (mant_digits == 0) return std::nullopt;
+  if (i < t.size() && (t[i] == 'e' || t[i] == 'E')) {
+    ++i;
+    if (i < t.size() && (t[i] == '+' || t[i] == '-')) ++i;
+    size_t exp_digits = 0;
+    while (i < t.size() && std::isdigit(static_cast<unsigned char>(t[i]))) ++i, ++exp_digits;
+    if (exp_digits == 0) return std::nullopt;
+  }
+  if (i != t.size()) return std::nullopt;
+  const double v = std::strtod(t.c_str(), nullptr);  // overflow gives inf, like Python
+  return neg ? -v : v;
+}
+
+}  // namespace qinfer::chat

@@ -1,0 +1,27 @@
+// Small string helpers shared by the output parsers, with Python's semantics where the
+// parsers being reproduced (vLLM) rely on them: str.isspace / str.strip over UTF-8 text.
+#pragma once
+#include <cstddef>
+#include <string_view>
+
+namespace qinfer::chat {
+
+// Byte length of the Python-whitespace code point (str.isspace) starting at s[i], or 0.
+size_t py_space_len(std::string_view s, size_t i);
+// Byte length of the Python-whitespace code point that ends at s[end-1], or 0.
+size_t py_space_len_before(std::string_view s, size_t end);
+
+std::string_view py_lstrip(std::string_view s);
+std::string_view py_rstrip(std::string_view s);
+inline std::string_view py_strip(std::string_view s) { return py_rstrip(py_lstrip(s)); }
+inline bool py_isblank(std::string_view s) { return py_lstrip(s).empty(); }
+
+// Length of the longest proper prefix of tag that is a suffix of text (vLLM partial_tag_overlap).
+size_t partial_tag_overlap(std::string_view text, std::string_view tag);
+
+// Position of the first occurrence of needle in hay at or after from, bounded by limit
+// (Python's str.find(needle, from, limit)); npos when absent.
+size_t find_in(std::string_view hay, std::string_view needle, size_t from = 0,
+               size_t limit = std::string_view::npos);
+
+}  // namespace qinfer::chat

@@ -1,0 +1,206 @@
+// ToolCallStream: the streaming qwen3_coder parser (see tool_parser.h). It rescans the
+// accumulated text with the same structural helpers as the non-streaming parser, so a split
+// anywhere (even inside a tag) cannot change what is emitted, only when.
+#include "chat/reasoning_parser.h"
+#include "chat/text_util.h"
+#include "chat/tool_parser.h"
+#include "chat/tool_xml.h"
+
+namespace qinfer::chat {
+
+namespace {
+
+bool is_xml_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+}  // namespace
+
+ToolCallStream::ToolCallStream(ToolSchemas tools, ToolCallIdGenerator ids)
+    : tools_(std::move(tools)), ids_(std::move(ids)) {}
+
+ToolStreamDelta ToolCallStream::push(std::string_view delta) {
+  ToolStreamDelta out;
+  text_.append(delta);
+  process(out, false);
+  return out;
+}
+
+ToolStreamDelta ToolCallStream::finish() {
+  ToolStreamDelta out;
+  process(out, true);
+  return out;
+}
+
+void ToolCallStream::emit_args(ToolStreamDelta& out, std::string_view text) {
+  if (text.empty()) return;
+  streamed_args_.append(text);
+  if (out.tool_calls.empty() || out.tool_calls.back().index != next_index_) out.tool_calls.push_back({next_index_, "", "", ""});
+  out.tool_calls.back().arguments.append(text);
+}
+
+void ToolCallStream::process(ToolStreamDelta& out, bool at_end) {
+  for (;;) {
+    if (in_call_) {
+      if (!process_call(out, at_end)) return;
+      continue;
+    }
+    const size_t p = text_.find(kToolCallStart, sent_);
+    if (p != xml::npos) {
+      const std::string_view before = std::string_view(text_).substr(sent_, p - sent_);
+      if (!(after_call_ && py_isblank(before))) out.content.append(before);
+      after_call_ = false;
+      sent_ = p;
+      in_call_ = true;
+      call_start_ = p;
+      header_seen_ = header_sent_ = false;
+      param_pos_ = 0;
+      streamed_args_.clear();
+      continue;
+    }
+    const std::string_view rest = std::string_view(text_).substr(sent_);
+    const size_t hold = at_end ? 0 : partial_tag_overlap(rest, kToolCallStart);
+    const std::string_view chunk = rest.substr(0, rest.size() - hold);
+    if (after_call_ && py_isblank(chunk)) {
+      // Whitespace after a call is dropped unless real text follows it.
+      if (at_end) sent_ = text_.size();
+      return;
+    }
+    out.content.append(chunk);
+    sent_ += chunk.size();
+    if (!chunk.empty()) after_call_ = false;
+    return;
+  }
+}
+
+bool ToolCallStream::process_call(ToolStreamDelta& out, bool at_end) {
+  const size_t block_start = call_start_ + kToolCallStart.size();
+  if (!header_seen_) {
+    const std::string_view block = std::string_view(text_).substr(block_start);
+    const size_t fpos = block.find(xml::kFunctionPrefix);
+    const size_t close = block.find(kToolCallEnd);
+    if (close != xml::npos && (fpos == xml::npos || close < fpos)) {
+      // <tool_call>...</tool_call> without a function: prose, not a call.
+      const size_t end = block_start + close + kToolCallEnd.size();
+      out.content.append(text_, call_start_, end - call_start_);
+      sent_ = end;
+      in_call_ = false;
+      return true;
+    }
+    if (fpos == xml::npos) {
+      if (!at_end) return false;
+      out.content.append(text_, call_start_);
+      sent_ = text_.size();
+      in_call_ = false;
+      return true;
+    }
+    const size_t name_start = fpos + xml::kFunctionPrefix.size();
+    const size_t name_end = block.find('>', name_start);
+    if (name_end == xml::npos) {
+      if (!at_end) return false;
+      // Like the non-streaming parser: a call whose name never closed yields nothing.
+      sent_ = text_.size();
+      in_call_ = false;
+      after_call_ = true;
+      return true;
+    }
+    header_seen_ = true;
+    name_ = std::string(block.substr(name_start, name_end - name_start));
+    body_start_ = block_start + name_end + 1;
+    param_pos_ = 0;
+    has_props_ = tools_.properties(name_) != nullptr;
+    names_ = tools_.property_names(name_);
+    if (xml::valid_function_name(name_)) {
+      header_sent_ = true;
+      id_ = ids_();
+      out.tool_calls.push_back({next_index_, id_, name_, ""});
+      emit_args(out, "{");
+    }
+  }
+
+  const NameSet* filter = has_props_ ? &names_ : nullptr;
+  const std::string_view body = std::string_view(text_).substr(body_start_);
+  size_t block_end = xml::npos;
+  const size_t fend = xml::scan_function_end(body, filter, at_end);
+  if (fend != xml::npos) {
+    const size_t after = body_start_ + fend + xml::kFunctionEnd.size();
+    size_t k = after;
+    while (k < text_.size() && is_xml_space(text_[k])) ++k;
+    const std::string_view rest = std::string_view(text_).substr(k);
+    if (rest.starts_with(kToolCallEnd)) {
+      block_end = k + kToolCallEnd.size();
+    } else if (at_end || (!rest.empty() && !kToolCallEnd.starts_with(rest))) {
+      block_end = after;  // </function> not followed by </tool_call>: the call ends here
+    }
+  } else {
+    // The function end is not structurally known (e.g. a missing </function>): the block
+    // ends at a </tool_call> followed by the next <tool_call>, or at the end of the text.
+    for (size_t idx = text_.find(kToolCallEnd, body_start_); idx != xml::npos;
+         idx = text_.find(kToolCallEnd, idx + 1)) {
+      const std::string_view after = py_lstrip(std::string_view(text_).substr(idx + kToolCallEnd.size()));
+      if (after.starts_with(kToolCallStart) || (at_end && after.empty())) {
+        block_end = idx + kToolCallEnd.size();
+        break;
+      }
+    }
+    if (block_end == xml::npos && at_end) block_end = text_.size();
+  }
+
+  if (block_end == xml::npos) {
+    if (!header_sent_) return false;
+    // Stream every parameter whose structural close has arrived.
+    const nlohmann::json* props = tools_.properties(name_);
+    for (;;) {
+      const size_t start = xml::next_param_open(body, param_pos_, nullptr);
+      if (start == xml::npos) break;
+      const size_t pname_start = start + xml::kParamPrefix.size();
+      const size_t pname_end = body.find('>', pname_start);
+      if (pname_end == xml::npos) break;
+      const std::string_view pname = body.substr(pname_start, pname_end - pname_start);
+      const std::string_view value_text = body.substr(pname_end + 1);
+      const size_t end = xml::true_param_end(value_text, filter, true);
+      if (end == xml::npos) break;
+      const std::string_view value = xml::trim_value(value_text.substr(0, end));
+      std::string json;
+      try {
+        json = py_json_dumps(convert_param_value(value, pname, props));
+      } catch (const std::exception&) {
+        json = py_json_dumps(PyValue::str(std::string(value)));  // where vLLM would raise
+      }
+      std::string frag = streamed_args_ == "{" ? "" : ", ";
+      py_json_dump_string(frag, pname);
+      frag += ": " + json;
+      emit_args(out, frag);
+      param_pos_ = pname_end + 1 + end + xml::kParamEnd.size();
+    }
+    return false;
+  }
+  end_call(out, block_end);
+  return true;
+}
+
+void ToolCallStream::end_call(ToolStreamDelta& out, size_t block_end) {
+  if (header_sent_) {
+    // The block's final arguments, exactly as the non-streaming parser reads them.
+    const std::string_view block = std::string_view(text_).substr(call_start_, block_end - call_start_);
+    std::string final_args;
+    try {
+      const auto fns = xml::split_function_calls(block, tools_);
+      if (!fns.empty())
+        if (auto parsed = xml::parse_function(fns[0], tools_)) final_args = py_json_dumps(parsed->arguments);
+    } catch (const std::exception&) {
+      final_args.clear();
+    }
+    if (!final_args.empty() && final_args.starts_with(streamed_args_)) {
+      emit_args(out, std::string_view(final_args).substr(streamed_args_.size()));
+    } else {
+      emit_args(out, "}");  // what was streamed stays valid JSON
+    }
+    calls_.push_back({id_, name_, streamed_args_});
+    ++next_index_;
+  }
+  sent_ = block_end;
+  in_call_ = false;
+  header_seen_ = header_sent_ = false;
+  after_call_ = true;
+}
+
+}  // namespace qinfer::chat
