@@ -1,38 +1,30 @@
 #include "tokenizer/added_tokens.h"
 
 #include <algorithm>
-#include <cstring>
 
 namespace qinfer::tok {
 
-void AddedTokenMatcher::build(const std::vector<AddedToken>& tokens) {
-  tokens_ = &tokens;
-  by_length_.clear();
-  first_byte_.fill(false);
-  for (const AddedToken& t : tokens) {
-    if (t.content.empty()) continue;
-    by_length_.push_back(&t);
-    first_byte_[static_cast<uint8_t>(t.content[0])] = true;
+AddedTokenMatcher::AddedTokenMatcher(const std::vector<AddedToken>& tokens) : tokens_(tokens) {
+  for (size_t i = 0; i < tokens_.size(); ++i) {
+    if (tokens_[i].content.empty()) continue;
+    by_first_byte_[static_cast<unsigned char>(tokens_[i].content[0])].push_back(static_cast<int>(i));
   }
-  std::stable_sort(by_length_.begin(), by_length_.end(),
-                   [](const AddedToken* a, const AddedToken* b) { return a->content.size() > b->content.size(); });
+  for (auto& list : by_first_byte_) {
+    std::stable_sort(list.begin(), list.end(),
+                     [&](int a, int b) { return tokens_[a].content.size() > tokens_[b].content.size(); });
+  }
 }
 
-bool AddedTokenMatcher::find(std::string_view text, size_t from, bool include_special, size_t* pos,
-                             const AddedToken** tok) const {
+std::optional<AddedTokenMatcher::Match> AddedTokenMatcher::find(std::string_view text, size_t from,
+                                                                 bool include_special) const {
   for (size_t i = from; i < text.size(); ++i) {
-    if (!first_byte_[static_cast<uint8_t>(text[i])]) continue;
-    const size_t left = text.size() - i;
-    for (const AddedToken* t : by_length_) {
-      if (t->special && !include_special) continue;
-      if (t->content.size() <= left && std::memcmp(text.data() + i, t->content.data(), t->content.size()) == 0) {
-        *pos = i;
-        *tok = t;
-        return true;
-      }
+    for (int k : by_first_byte_[static_cast<unsigned char>(text[i])]) {
+      const AddedToken& t = tokens_[k];
+      if (t.special && !include_special) continue;
+      if (text.compare(i, t.content.size(), t.content) == 0) return Match{i, t.content.size(), t.id};
     }
   }
-  return false;
+  return std::nullopt;
 }
 
 }  // namespace qinfer::tok

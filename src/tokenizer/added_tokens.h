@@ -1,31 +1,30 @@
-// Added tokens (<|im_start|>, <think>, ...) are cut out of the raw text before
-// normalisation and BPE: at each position the leftmost, then longest, match wins.
+// Finds added tokens (<|im_start|>, <think>, ...) in raw text: the leftmost occurrence, and
+// the longest token among those that start there (HF's LeftmostLongest matching).
 #pragma once
 #include <array>
-#include <string>
+#include <cstddef>
+#include <optional>
 #include <string_view>
 #include <vector>
 
-namespace qinfer::tok {
+#include "tokenizer/tokenizer.h"
 
-struct AddedToken {
-  std::string content;
-  int id = -1;
-  bool special = false;
-};
+namespace qinfer::tok {
 
 class AddedTokenMatcher {
  public:
-  // `tokens` must outlive the matcher.
-  void build(const std::vector<AddedToken>& tokens);
-  // Finds the first match at or after `from`; returns false when there is none.
-  // With `include_special` false only non-special tokens match.
-  bool find(std::string_view text, size_t from, bool include_special, size_t* pos, const AddedToken** tok) const;
+  struct Match {
+    size_t start, len;
+    int id;
+  };
+  explicit AddedTokenMatcher(const std::vector<AddedToken>& tokens);
+
+  // The first match at or after `from`; tokens flagged special are skipped unless include_special.
+  std::optional<Match> find(std::string_view text, size_t from, bool include_special) const;
 
  private:
-  const std::vector<AddedToken>* tokens_ = nullptr;
-  std::vector<const AddedToken*> by_length_;  // longest first
-  std::array<bool, 256> first_byte_{};
+  std::vector<AddedToken> tokens_;
+  std::array<std::vector<int>, 256> by_first_byte_;  // indices into tokens_, longest first
 };
 
 }  // namespace qinfer::tok

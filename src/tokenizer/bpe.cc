@@ -1,116 +1,122 @@
 #include "tokenizer/bpe.h"
 
 #include <algorithm>
-#include <queue>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <unordered_map>
 
 namespace qinfer::tok {
 
-void MergeTable::reserve(size_t n) {
+void PairTable::build(const std::vector<Merge>& merges) {
   size_t cap = 16;
-  while (cap < n * 2) cap <<= 1;
-  if (cap > slots_.size()) grow(cap);
-}
-
-void MergeTable::grow(size_t capacity) {
-  std::vector<Entry> old = std::move(slots_);
-  slots_.assign(capacity, Entry{kEmpty, 0, 0});
-  mask_ = capacity - 1;
-  count_ = 0;
-  for (const Entry& e : old) {
-    if (e.key != kEmpty) add(int(e.key >> 32), int(uint32_t(e.key)), e.rank, e.merged);
-  }
-}
-
-void MergeTable::add(int left, int right, int rank, int merged) {
-  if ((count_ + 1) * 2 > slots_.size()) grow(std::max<size_t>(16, slots_.size() * 2));
-  const uint64_t key = pack(left, right);
-  for (size_t slot = hash(key) & mask_;; slot = (slot + 1) & mask_) {
-    Entry& e = slots_[slot];
-    if (e.key == key) return;
-    if (e.key == kEmpty) {
-      e = Entry{key, rank, merged};
-      ++count_;
-      return;
-    }
+  shift_ = 60;
+  while (cap < merges.size() * 2) cap <<= 1, --shift_;
+  slots_.assign(cap, Slot{});
+  mask_ = cap - 1;
+  for (size_t rank = 0; rank < merges.size(); ++rank) {
+    const Merge& m = merges[rank];
+    const uint64_t key = pack(m.left, m.right);
+    size_t i = hash(key);
+    while (slots_[i].key != kEmpty && slots_[i].key != key) i = (i + 1) & mask_;
+    if (slots_[i].key == key) continue;  // a repeated pair keeps its first (lowest) rank
+    slots_[i].key = key;
+    slots_[i].value = {static_cast<int>(rank), m.merged};
   }
 }
 
 namespace {
+// Words up to this many bytes are cached, at most kShards * kMaxPerShard of them.
+constexpr size_t kMaxCachedWord = 64;
+constexpr size_t kShards = 32;
+constexpr size_t kMaxPerShard = 8192;
+}  // namespace
 
-struct Candidate {
-  int rank;
-  int pos;    // index of the left symbol
-  int left, right;  // ids the pair had when pushed (stale entries are skipped)
-  bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
+struct BpeModel::Cache {
+  struct Hash {  // transparent, so lookups by string_view do not allocate
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  struct Shard {
+    std::mutex mu;
+    std::unordered_map<std::string, std::vector<int>, Hash, std::equal_to<>> map;
+  };
+  std::array<Shard, kShards> shards;
 };
 
-// Short pieces: repeatedly merge the best pair by scanning (no heap).
-void merge_small(std::vector<int>& ids, const MergeTable& merges) {
-  while (ids.size() > 1) {
-    int best_rank = INT32_MAX, best_pos = -1, best_id = 0;
-    for (size_t i = 0; i + 1 < ids.size(); ++i) {
-      int rank, merged;
-      if (merges.find(ids[i], ids[i + 1], &rank, &merged) && rank < best_rank) {
-        best_rank = rank;
-        best_pos = int(i);
-        best_id = merged;
-      }
-    }
-    if (best_pos < 0) return;
-    ids[best_pos] = best_id;
-    ids.erase(ids.begin() + best_pos + 1);
-  }
+BpeModel::BpeModel(const std::array<int, 256>& byte_ids, const std::vector<Merge>& merges)
+    : byte_ids_(byte_ids), cache_(new Cache) {
+  pairs_.build(merges);
 }
 
-// Long pieces: linked list of symbols and a min-heap of candidate pairs.
-void merge_large(std::vector<int>& ids, const MergeTable& merges) {
-  const int n = int(ids.size());
-  std::vector<int> prev(n), next(n);
-  for (int i = 0; i < n; ++i) {
-    prev[i] = i - 1;
-    next[i] = i + 1 < n ? i + 1 : -1;
+BpeModel::~BpeModel() = default;
+
+void BpeModel::encode_word(std::string_view word, std::vector<int>& out) const {
+  if (word.size() == 1) {
+    out.push_back(byte_ids_[static_cast<unsigned char>(word[0])]);
+    return;
   }
-  std::vector<bool> alive(n, true);
-  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> heap;
-  auto push = [&](int pos) {
-    if (pos < 0 || next[pos] < 0) return;
-    int rank, merged;
-    if (merges.find(ids[pos], ids[next[pos]], &rank, &merged)) heap.push({rank, pos, ids[pos], ids[next[pos]]});
+  if (word.size() > kMaxCachedWord) {
+    merge_word(word, out);
+    return;
+  }
+  Cache::Shard& shard = cache_->shards[(std::hash<std::string_view>{}(word) >> 7) % kShards];
+  {
+    std::lock_guard<std::mutex> lock(shard.mu);
+    auto it = shard.map.find(word);
+    if (it != shard.map.end()) {
+      out.insert(out.end(), it->second.begin(), it->second.end());
+      return;
+    }
+  }
+  const size_t before = out.size();
+  merge_word(word, out);
+  std::vector<int> ids(out.begin() + before, out.end());
+  std::lock_guard<std::mutex> lock(shard.mu);
+  if (shard.map.size() >= kMaxPerShard) shard.map.clear();
+  shard.map.emplace(std::string(word), std::move(ids));
+}
+
+void BpeModel::merge_word(std::string_view word, std::vector<int>& out) const {
+  struct Sym {
+    int id, prev, next;  // next == -1 at the end; id == -1 once merged into its left neighbour
+  };
+  struct Cand {
+    int rank, pos;
+    bool operator>(const Cand& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
+  };
+  thread_local std::vector<Sym> syms;
+  thread_local std::vector<Cand> heap;
+  const int n = static_cast<int>(word.size());
+  syms.resize(n);
+  heap.clear();
+  for (int i = 0; i < n; ++i) syms[i] = {byte_ids_[static_cast<unsigned char>(word[i])], i - 1, i + 1 < n ? i + 1 : -1};
+  const auto push = [&](int pos) {
+    const int next = syms[pos].next;
+    if (next < 0) return;
+    if (const PairTable::Value* v = pairs_.find(syms[pos].id, syms[next].id)) {
+      heap.push_back({v->rank, pos});
+      std::push_heap(heap.begin(), heap.end(), std::greater<Cand>());
+    }
   };
   for (int i = 0; i + 1 < n; ++i) push(i);
   while (!heap.empty()) {
-    const Candidate c = heap.top();
-    heap.pop();
-    if (!alive[c.pos] || next[c.pos] < 0) continue;
-    const int r = next[c.pos];
-    if (ids[c.pos] != c.left || ids[r] != c.right) continue;
-    int rank, merged;
-    merges.find(c.left, c.right, &rank, &merged);
-    ids[c.pos] = merged;
-    alive[r] = false;
-    next[c.pos] = next[r];
-    if (next[r] >= 0) prev[next[r]] = c.pos;
-    push(prev[c.pos]);
+    std::pop_heap(heap.begin(), heap.end(), std::greater<Cand>());
+    const Cand c = heap.back();
+    heap.pop_back();
+    Sym& s = syms[c.pos];
+    if (s.id < 0 || s.next < 0) continue;
+    const PairTable::Value* v = pairs_.find(s.id, syms[s.next].id);
+    if (v == nullptr || v->rank != c.rank) continue;  // stale: a neighbour changed since
+    Sym& right = syms[s.next];
+    s.id = v->merged;
+    right.id = -1;
+    s.next = right.next;
+    if (s.next >= 0) syms[s.next].prev = c.pos;
+    if (s.prev >= 0) push(s.prev);
     push(c.pos);
   }
-  int w = 0;
-  for (int i = 0; i >= 0 && i < n; i = next[i]) ids[w++] = ids[i];
-  ids.resize(w);
-}
-
-}  // namespace
-
-void bpe_encode_word(std::string_view bytes, const std::array<int, 256>& byte_ids,
-                     const MergeTable& merges, std::vector<int>& out) {
-  thread_local std::vector<int> ids;
-  ids.clear();
-  for (char c : bytes) ids.push_back(byte_ids[static_cast<uint8_t>(c)]);
-  if (ids.size() <= 48) {
-    merge_small(ids, merges);
-  } else {
-    merge_large(ids, merges);
-  }
-  out.insert(out.end(), ids.begin(), ids.end());
+  for (int i = 0; i >= 0; i = syms[i].next) out.push_back(syms[i].id);
 }
 
 }  // namespace qinfer::tok

@@ -1,199 +1,136 @@
+#define PCRE2_CODE_UNIT_WIDTH 8
 #include "tokenizer/pretokenizer.h"
 
-#include <unicode/uchar.h>
+#include <pcre2.h>
 
-#include <array>
-#include <memory>
-
-#include "tokenizer/utf8.h"
+#include "util/error.h"
 
 namespace qinfer::tok {
-
 namespace {
 
-constexpr std::string_view kQwen35Regex =
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| "
-    "?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-constexpr std::string_view kQwen2Regex =
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
-    "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+// Unicode White_Space (PropList.txt), what Oniguruma's \s matches.
+constexpr const char* kWhiteSpace =
+    "\\x{09}-\\x{0D}\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}";
 
-uint8_t compute_class(uint32_t cp) {
-  uint8_t c = 0;
-  switch (u_charType(static_cast<UChar32>(cp))) {
-    case U_UPPERCASE_LETTER: case U_LOWERCASE_LETTER: case U_TITLECASE_LETTER:
-    case U_MODIFIER_LETTER: case U_OTHER_LETTER:
-      c |= kClsLetter;
-      break;
-    case U_NON_SPACING_MARK: case U_ENCLOSING_MARK: case U_COMBINING_SPACING_MARK:
-      c |= kClsMark;
-      break;
-    case U_DECIMAL_DIGIT_NUMBER: case U_LETTER_NUMBER: case U_OTHER_NUMBER:
-      c |= kClsNumber;
-      break;
-    default:
-      break;
-  }
-  if (u_hasBinaryProperty(static_cast<UChar32>(cp), UCHAR_WHITE_SPACE)) c |= kClsSpace;
-  return c;
-}
+bool is_ascii_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+char other_case(char c) { return (c >= 'a' && c <= 'z') ? static_cast<char>(c - 32) : static_cast<char>(c + 32); }
 
-// Classes of the Basic Multilingual Plane, computed once.
-const std::array<uint8_t, 0x10000>& bmp_classes() {
-  static const std::unique_ptr<std::array<uint8_t, 0x10000>> table = [] {
-    auto t = std::make_unique<std::array<uint8_t, 0x10000>>();
-    for (uint32_t cp = 0; cp < 0x10000; ++cp) (*t)[cp] = compute_class(cp);
-    return t;
-  }();
-  return *table;
-}
-
-struct Char {
-  uint32_t cp;
-  uint32_t offset;  // byte offset of the character in the text
-  uint8_t cls;
-};
-
-bool is_crlf(uint32_t cp) { return cp == '\r' || cp == '\n'; }
-char ascii_lower(uint32_t cp) { return (cp >= 'A' && cp <= 'Z') ? char(cp + 32) : char(cp); }
-
-// Length in characters of a contraction ('s 't 're 've 'm 'll 'd, ASCII case
-// folded) at position i, or 0.
-size_t contraction(const std::vector<Char>& c, size_t i) {
-  if (c[i].cp != '\'' || i + 1 >= c.size()) return 0;
-  const char a = ascii_lower(c[i + 1].cp);
-  if (a == 's' || a == 't' || a == 'm' || a == 'd') return 2;
-  if (i + 2 >= c.size()) return 0;
-  const char b = ascii_lower(c[i + 2].cp);
-  if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) return 3;
-  return 0;
+std::string pcre2_message(int code) {
+  PCRE2_UCHAR msg[256];
+  pcre2_get_error_message(code, msg, sizeof msg);
+  return reinterpret_cast<const char*>(msg);
 }
 
 }  // namespace
 
-bool pretokenizer_kind_from_regex(std::string_view regex, PretokenizerKind* kind) {
-  if (regex == kQwen35Regex) {
-    *kind = PretokenizerKind::kQwen35;
-    return true;
+std::string translate_pattern(std::string_view p) {
+  std::string out;
+  bool in_class = false;
+  int depth = 0;            // open groups
+  int caseless_depth = -1;  // depth of the outermost open (?i: group, -1 if none
+  for (size_t i = 0; i < p.size(); ++i) {
+    const char c = p[i];
+    if (c == '\\' && i + 1 < p.size()) {
+      const char e = p[++i];
+      if (e == 's') {
+        out += in_class ? std::string(kWhiteSpace) : std::string("[") + kWhiteSpace + "]";
+      } else if (e == 'S' && !in_class) {
+        out += std::string("[^") + kWhiteSpace + "]";
+      } else if ((e == 'p' || e == 'P') && i + 1 < p.size() && p[i + 1] == '{') {
+        const size_t close = p.find('}', i);
+        const size_t end = close == std::string_view::npos ? p.size() : close + 1;
+        out += '\\';
+        out.append(p.substr(i, end - i));
+        i = end - 1;
+      } else {
+        out += '\\';
+        out += e;
+      }
+      continue;
+    }
+    if (in_class) {  // classes inside (?i: ...) are left as they are (none in the Qwen patterns)
+      if (c == ']') in_class = false;
+      out += c;
+      continue;
+    }
+    if (c == '[') {
+      in_class = true;
+      out += c;
+      if (i + 1 < p.size() && p[i + 1] == '^') out += p[++i];
+      if (i + 1 < p.size() && p[i + 1] == ']') out += p[++i];  // a literal ] first in a class
+      continue;
+    }
+    if (c == '(') {
+      ++depth;
+      if (p.substr(i, 4) == "(?i:") {
+        if (caseless_depth < 0) caseless_depth = depth;
+        out += "(?:";
+        i += 3;
+        continue;
+      }
+    } else if (c == ')') {
+      if (depth == caseless_depth) caseless_depth = -1;
+      --depth;
+    } else if (caseless_depth >= 0 && is_ascii_letter(c)) {
+      out += '[';
+      out += c;
+      out += other_case(c);
+      out += ']';
+      continue;
+    }
+    out += c;
   }
-  if (regex == kQwen2Regex) {
-    *kind = PretokenizerKind::kQwen2;
-    return true;
-  }
-  return false;
+  return out;
 }
 
-uint8_t char_class(uint32_t cp) {
-  if (cp < 0x10000) return bmp_classes()[cp];
-  return compute_class(cp);
+struct RegexSplitter::Impl {
+  pcre2_code* code = nullptr;
+  bool jit = false;
+};
+
+RegexSplitter::RegexSplitter(std::string_view onig_pattern, const std::string& where) : impl_(new Impl) {
+  const std::string pat = translate_pattern(onig_pattern);
+  int err = 0;
+  PCRE2_SIZE off = 0;
+  impl_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pat.data()), pat.size(), PCRE2_UTF | PCRE2_UCP, &err,
+                              &off, nullptr);
+  if (impl_->code == nullptr)
+    fail(where, ": cannot compile pre-tokenizer regex (offset ", static_cast<size_t>(off), "): ", pcre2_message(err));
+  impl_->jit = pcre2_jit_compile(impl_->code, PCRE2_JIT_COMPLETE) == 0;
 }
 
-void pretokenize(std::string_view text, PretokenizerKind kind, std::vector<Piece>& out) {
-  out.clear();
+RegexSplitter::~RegexSplitter() {
+  if (impl_ && impl_->code) pcre2_code_free(impl_->code);
+}
+
+void RegexSplitter::split(std::string_view text, std::vector<std::string_view>& out) const {
   if (text.empty()) return;
-  const auto& bmp = bmp_classes();
-  thread_local std::vector<Char> chars;
-  chars.clear();
-  for (size_t i = 0; i < text.size();) {
-    const uint8_t b = static_cast<uint8_t>(text[i]);
-    size_t len = 1;
-    uint32_t cp = b;
-    if (b >= 0x80) {
-      len = utf8_sequence_length(text, i);
-      if (len == 0) len = 1;  // callers pass well-formed text; never loop forever
-      cp = utf8_decode(text, i, len);
-    }
-    chars.push_back({cp, static_cast<uint32_t>(i), cp < 0x10000 ? bmp[cp] : compute_class(cp)});
-    i += len;
-  }
-  const size_t n = chars.size();
-  const bool q35 = kind == PretokenizerKind::kQwen35;
-  // "letter" run class and "punctuation" exclusion differ between the two kinds.
-  const uint8_t word_cls = q35 ? (kClsLetter | kClsMark) : kClsLetter;
-  const uint8_t not_punct = q35 ? (kClsSpace | kClsLetter | kClsMark | kClsNumber)
-                                : (kClsSpace | kClsLetter | kClsNumber);
-  auto is_word = [&](size_t k) { return (chars[k].cls & word_cls) != 0; };
-  auto is_punct = [&](size_t k) { return (chars[k].cls & not_punct) == 0; };
-  auto is_space = [&](size_t k) { return (chars[k].cls & kClsSpace) != 0; };
-  auto emit = [&](size_t from, size_t to) {
-    const uint32_t e = to < n ? chars[to].offset : static_cast<uint32_t>(text.size());
-    out.push_back({chars[from].offset, e});
+  struct MatchData {
+    pcre2_match_data* md;
+    MatchData() : md(pcre2_match_data_create(1, nullptr)) {}
+    ~MatchData() { pcre2_match_data_free(md); }
   };
-
-  size_t i = 0;
-  while (i < n) {
-    const Char& c = chars[i];
-    // 1. contractions
-    if (const size_t len = contraction(chars, i)) {
-      emit(i, i + len);
-      i += len;
-      continue;
+  thread_local MatchData m;  // only the whole match is read; captures beyond it give rc == 0
+  const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
+  size_t pos = 0, emitted = 0;
+  while (pos < text.size()) {
+    const int rc = impl_->jit ? pcre2_jit_match(impl_->code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK, m.md, nullptr)
+                              : pcre2_match(impl_->code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK, m.md, nullptr);
+    if (rc == PCRE2_ERROR_NOMATCH) break;
+    if (rc < 0) fail("tokenizer: pre-tokenizer regex failed: ", pcre2_message(rc));
+    const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(m.md);
+    const size_t start = ov[0], end = ov[1];
+    if (start > emitted) out.push_back(text.substr(emitted, start - emitted));
+    if (end > start) {
+      out.push_back(text.substr(start, end - start));
+      emitted = end;
+      pos = end;
+    } else {  // empty match: step over one character
+      pos = start + 1;
+      while (pos < text.size() && (static_cast<unsigned char>(text[pos]) & 0xC0) == 0x80) ++pos;
     }
-    // 2. [^\r\n\p{L}\p{N}]?<word>+
-    {
-      size_t j = i;
-      const bool can_prefix = !is_crlf(c.cp) && (c.cls & (kClsLetter | kClsNumber)) == 0;
-      if (can_prefix && i + 1 < n && is_word(i + 1)) {
-        j = i + 1;
-      }
-      if (j > i || is_word(i)) {
-        while (j < n && is_word(j)) ++j;
-        emit(i, j);
-        i = j;
-        continue;
-      }
-    }
-    // 3. \p{N}: one digit per piece
-    if (c.cls & kClsNumber) {
-      emit(i, i + 1);
-      ++i;
-      continue;
-    }
-    // 4. ' '?<punct>+[\r\n]*
-    {
-      size_t j = i;
-      if (c.cp == ' ' && i + 1 < n && is_punct(i + 1)) j = i + 1;
-      if (j > i || is_punct(i)) {
-        while (j < n && is_punct(j)) ++j;
-        while (j < n && is_crlf(chars[j].cp)) ++j;
-        emit(i, j);
-        i = j;
-        continue;
-      }
-    }
-    // Only white space is left at this point.
-    size_t end = i;
-    size_t last_crlf = SIZE_MAX;
-    while (end < n && is_space(end)) {
-      if (is_crlf(chars[end].cp)) last_crlf = end;
-      ++end;
-    }
-    if (end == i) {  // unreachable for any character class; keep the cover exact
-      emit(i, i + 1);
-      ++i;
-      continue;
-    }
-    // 5. \s*[\r\n]+ : up to the last line break of the run
-    if (last_crlf != SIZE_MAX) {
-      emit(i, last_crlf + 1);
-      i = last_crlf + 1;
-      continue;
-    }
-    // 6. \s+(?!\S) : the run, less its last character when a non-space follows
-    if (end == n) {
-      emit(i, end);
-      i = end;
-      continue;
-    }
-    if (end - i >= 2) {
-      emit(i, end - 1);
-      i = end - 1;
-      continue;
-    }
-    // 7. \s+
-    emit(i, end);
-    i = end;
   }
+  if (emitted < text.size()) out.push_back(text.substr(emitted));
 }
 
 }  // namespace qinfer::tok

@@ -1,16 +1,20 @@
-// Byte-level BPE tokenizer for the Qwen3.5 / Qwen3.6 family (also reads the
-// Qwen2/Qwen3 tokenizer.json). Loads tokenizer.json from a model folder, plus
-// the extra added tokens that tokenizer_config.json lists in added_tokens_decoder.
+// Byte-level BPE tokenizer loaded from a Hugging Face model folder (tokenizer.json, plus the
+// added tokens of tokenizer_config.json's added_tokens_decoder that tokenizer.json lacks; for
+// Qwen3.5/3.6 those are the 7 audio/TTS tokens 248070..248076).
 //
-// encode: added tokens are cut out of the raw text first (leftmost, longest
-// match), each remaining span is NFC-normalised, split by the pre-tokeniser
-// regex, mapped to bytes and merged by rank. No BOS/EOS is added. Ill-formed
-// UTF-8 in the input is replaced by U+FFFD first.
-// decode: token bytes are concatenated; ill-formed UTF-8 in the result becomes
-// U+FFFD (as Hugging Face's ByteLevel decoder does).
+// encode(text): added tokens are cut out first (leftmost, then longest match; matched on the
+// raw text), every other stretch is NFC-normalised, split by the pre-tokenizer regex, mapped to
+// bytes and merged by BPE rank. No BOS/EOS is added. With parse_special = false only tokens
+// flagged special (<|im_start|>, ...) are left as plain text; non-special added tokens
+// (<think>, <tool_call>, ...) are still matched, like HF's split_special_tokens=True.
+// Input must be valid UTF-8 (qinfer::Error otherwise).
 //
-// A Tokenizer is cheap to copy (shared, immutable data) and safe to use from
-// several threads at once.
+// decode(ids): token bytes are concatenated and ill-formed UTF-8 is replaced by U+FFFD (as
+// HF's ByteLevel decoder does); skip_special drops only tokens flagged special, so <think> and
+// <tool_call> stay. Ids that are not tokens (negative, >= vocab_size(), e.g. the padded
+// embedding rows 248077..248319 of Qwen3.5) throw qinfer::Error.
+//
+// A Tokenizer is cheap to copy (shared, immutable state) and safe to use from many threads.
 #pragma once
 #include <memory>
 #include <optional>
@@ -20,51 +24,47 @@
 
 namespace qinfer {
 
-namespace tok {
-struct TokenizerData;
-}
+struct AddedToken {
+  int id;
+  std::string content;
+  bool special;
+};
 
 class Tokenizer {
  public:
   // Reads <model_dir>/tokenizer.json (required) and <model_dir>/tokenizer_config.json
-  // (optional). Throws qinfer::Error naming the file (and field) on failure.
+  // (optional). Errors name the file and, where it applies, the field.
   static Tokenizer load(const std::string& model_dir);
 
-  // parse_special = true: every added token written in the text becomes its id
-  // (Hugging Face default). false: special added tokens (<|im_start|>, ...) are
-  // encoded as plain text; non-special ones (<think>, <tool_call>, ...) are
-  // still matched, as with Hugging Face's split_special_tokens=True.
   std::vector<int> encode(std::string_view text, bool parse_special = true) const;
-
-  // skip_special drops only tokens marked special; <think>, <tool_call>, ... stay.
-  // Ids outside the vocabulary decode to nothing.
   std::string decode(const std::vector<int>& ids, bool skip_special = false) const;
 
-  std::string token_text(int id) const;                      // raw bytes of one token ("" for unknown ids)
-  std::optional<int> token_id(std::string_view token) const;  // raw bytes -> id (vocab or added token)
-  bool is_special(int id) const;
-  bool is_added(int id) const;  // one of the added tokens (special or not)
-  int vocab_size() const;       // highest id + 1 (248077 for Qwen3.5)
+  std::string token_text(int id) const;                       // raw bytes ("" for unknown ids)
+  std::optional<int> token_id(std::string_view token) const;  // by raw bytes, vocab or added token
+  bool is_special(int id) const;                              // false for unknown ids
+  int vocab_size() const;                                     // highest id + 1 (248077 for Qwen3.5)
+  const std::vector<AddedToken>& added_tokens() const;        // sorted by id
 
-  const tok::TokenizerData& data() const { return *data_; }
+  struct Impl;
 
  private:
-  std::shared_ptr<const tok::TokenizerData> data_;
+  explicit Tokenizer(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<const Impl> impl_;
+  friend class StreamDecoder;
 };
 
-// Incremental decoding for streaming output: push() returns the text that is
-// complete so far, holding back bytes of a UTF-8 character split across
-// tokens. The concatenation of all push() results and flush() equals
-// tokenizer.decode(all_ids, skip_special). The tokenizer must outlive this object.
+// Incremental decoding for streaming output: push() returns the text that is complete so far,
+// holding back a UTF-8 sequence that a later token may finish; flush() returns what is left
+// (an unfinished sequence becomes U+FFFD). The concatenation of all push() results and flush()
+// equals decode(ids, skip_special) for the same ids. push() throws like decode() for bad ids.
 class StreamDecoder {
  public:
   explicit StreamDecoder(const Tokenizer& tokenizer, bool skip_special = false);
   std::string push(int id);
-  // Returns held-back bytes (as U+FFFD if they never formed a character) and resets.
   std::string flush();
 
  private:
-  const Tokenizer* tokenizer_;
+  std::shared_ptr<const Tokenizer::Impl> impl_;
   bool skip_special_;
   std::string pending_;
 };

@@ -1,255 +1,251 @@
-// Tokenizer::load: reads tokenizer.json (+ tokenizer_config.json) into TokenizerData.
-#include <fstream>
+// Tokenizer::load: reads tokenizer.json (+ tokenizer_config.json) into Tokenizer::Impl.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <filesystem>
+
 #include "tokenizer/byte_level.h"
+#include "tokenizer/json_stream.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/tokenizer_data.h"
-#include "tokenizer/tokenizer_json.h"
+#include "tokenizer/tokenizer_impl.h"
 #include "util/error.h"
 
 namespace qinfer {
-
 namespace {
 
-using nlohmann::json;
-using tok::TokenizerData;
+using json = nlohmann::json;
+using Impl = Tokenizer::Impl;
 
-json parse_json(const std::string& path) {
-  const std::string text = tok::read_whole_file(path);
+// What ByteLevel(use_regex = true) splits with (GPT-2).
+constexpr const char* kGpt2Pattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+
+json read_json(const std::string& path) {
   try {
-    return json::parse(text);
+    return json::parse(tok::read_file(path));
   } catch (const json::exception& e) {
     fail(path, ": malformed JSON: ", e.what());
   }
 }
 
-// Field access that names the file and the field on failure.
-const json& field(const json& obj, const char* key, const std::string& path, const std::string& where) {
-  if (!obj.is_object()) fail(path, ": ", where, " is not an object");
-  auto it = obj.find(key);
-  if (it == obj.end()) fail(path, ": missing field ", where, ".", key);
-  return *it;
-}
+// Field access whose errors name the file and the field.
+struct Ctx {
+  const std::string& path;
 
-std::string string_or(const json& obj, const char* key, const std::string& fallback) {
-  auto it = obj.find(key);
-  return (it != obj.end() && it->is_string()) ? it->get<std::string>() : fallback;
-}
-
-bool bool_or(const json& obj, const char* key, bool fallback) {
-  auto it = obj.find(key);
-  return (it != obj.end() && it->is_boolean()) ? it->get<bool>() : fallback;
-}
-
-void check_normalizer(const json& j, const std::string& path) {
-  auto it = j.find("normalizer");
-  if (it == j.end() || it->is_null()) fail(path, ": normalizer is null; only NFC is supported");
-  if (string_or(*it, "type", "") != "NFC") fail(path, ": unsupported normalizer ", it->dump(), " (only NFC)");
-}
-
-tok::PretokenizerKind check_pretokenizer(const json& j, const std::string& path) {
-  const json& pre = field(j, "pre_tokenizer", path, "tokenizer");
-  const std::string shape_error = cat(path, ": unsupported pre_tokenizer (expected Sequence[Split(Qwen regex, ",
-                                      "Isolated), ByteLevel(use_regex=false)])");
-  if (string_or(pre, "type", "") != "Sequence") fail(shape_error);
-  const json& list = field(pre, "pretokenizers", path, "pre_tokenizer");
-  if (!list.is_array() || list.size() != 2) fail(shape_error);
-  const json& split = list[0];
-  const json& bl = list[1];
-  if (string_or(split, "type", "") != "Split" || string_or(split, "behavior", "") != "Isolated" ||
-      bool_or(split, "invert", false) || string_or(bl, "type", "") != "ByteLevel" ||
-      bool_or(bl, "use_regex", true) || bool_or(bl, "add_prefix_space", true)) {
-    fail(shape_error);
+  const json& at(const json& obj, const char* key, const std::string& where) const {
+    if (!obj.is_object()) fail(path, ": field ", where.empty() ? "(top level)" : where, " is not an object");
+    auto it = obj.find(key);
+    if (it == obj.end()) fail(path, ": missing field ", where.empty() ? "" : where + ".", key);
+    return *it;
   }
-  const json& pattern = field(split, "pattern", path, "pre_tokenizer.pretokenizers[0]");
-  const std::string regex = string_or(pattern, "Regex", "");
-  tok::PretokenizerKind kind;
-  if (!tok::pretokenizer_kind_from_regex(regex, &kind)) {
-    fail(path, ": unsupported pre-tokenizer regex ", json(regex).dump(), " (only the Qwen2 and Qwen3.5 patterns)");
+  std::string str(const json& v, const std::string& where) const {
+    if (!v.is_string()) fail(path, ": field ", where, " is not a string");
+    return v.get<std::string>();
   }
-  return kind;
-}
+  bool flag(const json& obj, const char* key, const std::string& where, bool dflt) const {
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return dflt;
+    if (!it->is_boolean()) fail(path, ": field ", where, ".", key, " is not a boolean");
+    return it->get<bool>();
+  }
+  const json& array(const json& obj, const char* key, const std::string& where) const {
+    const json& v = at(obj, key, where);
+    if (!v.is_array()) fail(path, ": field ", where.empty() ? "" : where + ".", key, " is not an array");
+    return v;
+  }
+  std::string type_of(const json& obj, const std::string& where) const {
+    return str(at(obj, "type", where), where + ".type");
+  }
+  int id(const json& v, const std::string& where) const {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > 100000000)
+      fail(path, ": field ", where, " is not a valid token id");
+    return v.get<int>();
+  }
+};
 
-void check_model(const json& model, const std::string& path) {
-  if (string_or(model, "type", "BPE") != "BPE") fail(path, ": model.type must be BPE");
-  if (bool_or(model, "byte_fallback", false)) fail(path, ": model.byte_fallback=true is not supported");
-  if (!string_or(model, "continuing_subword_prefix", "").empty() || !string_or(model, "end_of_word_suffix", "").empty()) {
-    fail(path, ": model.continuing_subword_prefix / end_of_word_suffix are not supported");
-  }
-  if (bool_or(model, "ignore_merges", false)) fail(path, ": model.ignore_merges=true is not supported");
-  auto d = model.find("dropout");
-  if (d != model.end() && !d->is_null() && d->is_number() && d->get<double>() != 0.0) {
-    fail(path, ": model.dropout is not supported");
+std::string item(const std::string& where, size_t i) { return where + "[" + std::to_string(i) + "]"; }
+
+// Accepts the normalisers implemented here: none, NFC, or a Sequence of those.
+void read_normalizer(const Ctx& c, const json& n, const std::string& where, bool& nfc) {
+  if (n.is_null()) return;
+  const std::string type = c.type_of(n, where);
+  if (type == "NFC") {
+    nfc = true;
+  } else if (type == "Sequence") {
+    const json& list = c.array(n, "normalizers", where);
+    for (size_t i = 0; i < list.size(); ++i) read_normalizer(c, list[i], item(where + ".normalizers", i), nfc);
+  } else {
+    fail(c.path, ": field ", where, ": unsupported normalizer type \"", type, "\" (supported: NFC)");
   }
 }
 
-tok::AddedToken parse_added(const json& t, const std::string& path, const std::string& where, int id) {
-  if (!t.is_object()) fail(path, ": ", where, " is not an object");
-  const json& content = field(t, "content", path, where);
-  if (!content.is_string() || content.get_ref<const std::string&>().empty()) fail(path, ": ", where, ".content must be a non-empty string");
-  for (const char* flag : {"lstrip", "rstrip", "single_word"}) {
-    if (bool_or(t, flag, false)) fail(path, ": ", where, ".", flag, "=true is not supported");
+// Accepts Split(Regex, Isolated) followed by ByteLevel(use_regex=false), or ByteLevel alone.
+// Returns the split pattern.
+std::string read_pre_tokenizer(const Ctx& c, const json& p) {
+  if (p.is_null()) fail(c.path, ": field pre_tokenizer is null; a ByteLevel pre-tokenizer is required");
+  std::vector<std::pair<const json*, std::string>> steps;
+  if (c.type_of(p, "pre_tokenizer") == "Sequence") {
+    const json& list = c.array(p, "pretokenizers", "pre_tokenizer");
+    for (size_t i = 0; i < list.size(); ++i) steps.push_back({&list[i], item("pre_tokenizer.pretokenizers", i)});
+  } else {
+    steps.push_back({&p, "pre_tokenizer"});
   }
-  tok::AddedToken a;
-  a.content = content.get<std::string>();
-  a.id = id;
-  a.special = bool_or(t, "special", false);
+  std::string pattern;
+  bool byte_level = false;
+  for (const auto& [step, where] : steps) {
+    const std::string type = c.type_of(*step, where);
+    if (byte_level) fail(c.path, ": field ", where, ": pre-tokenizers after ByteLevel are not supported");
+    if (type == "Split") {
+      if (!pattern.empty()) fail(c.path, ": field ", where, ": only one Split pre-tokenizer is supported");
+      const json& pat = c.at(*step, "pattern", where);
+      if (!pat.is_object() || !pat.contains("Regex"))
+        fail(c.path, ": field ", where, ".pattern: only {\"Regex\": ...} is supported");
+      pattern = c.str(pat["Regex"], where + ".pattern.Regex");
+      const std::string behavior = c.str(c.at(*step, "behavior", where), where + ".behavior");
+      if (behavior != "Isolated") fail(c.path, ": field ", where, ".behavior: \"", behavior, "\" is not supported (only Isolated)");
+      if (c.flag(*step, "invert", where, false)) fail(c.path, ": field ", where, ".invert: true is not supported");
+    } else if (type == "ByteLevel") {
+      byte_level = true;
+      if (c.flag(*step, "add_prefix_space", where, false))
+        fail(c.path, ": field ", where, ".add_prefix_space: true is not supported");
+      if (c.flag(*step, "use_regex", where, true)) {
+        if (!pattern.empty()) fail(c.path, ": field ", where, ": Split followed by ByteLevel(use_regex=true) is not supported");
+        pattern = kGpt2Pattern;
+      }
+    } else {
+      fail(c.path, ": field ", where, ": unsupported pre-tokenizer type \"", type, "\"");
+    }
+  }
+  if (!byte_level) fail(c.path, ": field pre_tokenizer: no ByteLevel step (only byte-level BPE is supported)");
+  return pattern;
+}
+
+using MergeStrings = std::vector<std::pair<std::string, std::string>>;
+
+void read_model(const Ctx& c, const json& m, tok::TokenizerJson& tj, Impl& t) {
+  if (m.contains("type") && c.type_of(m, "model") != "BPE")
+    fail(c.path, ": field model.type: ", m["type"].dump(), " is not supported (only BPE)");
+  if (c.flag(m, "byte_fallback", "model", false)) fail(c.path, ": field model.byte_fallback: true is not supported");
+  for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
+    auto it = m.find(key);
+    if (it != m.end() && !it->is_null() && !(it->is_string() && it->get<std::string>().empty()))
+      fail(c.path, ": field model.", key, ": a non-empty value is not supported");
+  }
+  t.ignore_merges = c.flag(m, "ignore_merges", "model", false);
+
+  // Streamed only when they are an object / an array; otherwise say what is wrong.
+  if (!tj.vocab_streamed) c.at(m, "vocab", "model"), fail(c.path, ": field model.vocab is not an object");
+  if (!tj.merges_streamed) c.at(m, "merges", "model"), fail(c.path, ": field model.merges is not an array");
+  if (tj.vocab.empty()) fail(c.path, ": field model.vocab is empty");
+  size_t total = 0;
+  int64_t max_id = 0;
+  for (const auto& [token, id] : tj.vocab) total += token.size(), max_id = std::max(max_id, id);
+  t.store.reserve(tj.vocab.size() + 64, total);
+  t.kind.reserve(max_id + 64);
+  t.special.reserve(max_id + 64);
+  std::string bytes;
+  for (const auto& [token, id] : tj.vocab) {
+    if (!tok::byte_level_decode_to(token, bytes) || bytes.empty())
+      fail(c.path, ": field model.vocab: token \"", token, "\" is not a byte-level string");
+    t.add_token(static_cast<int>(id), bytes, Impl::kVocab, false);
+  }
+}
+
+// Ids of both halves and of the result of every merge; errors name the merge.
+std::vector<tok::Merge> resolve_merges(const Ctx& c, const Impl& t, const MergeStrings& merges) {
+  std::vector<tok::Merge> out;
+  out.reserve(merges.size());
+  std::string lb, rb;
+  const auto lookup = [&](std::string_view bytes, size_t i, const std::string& shown) {
+    const auto id = t.store.find(bytes);
+    if (!id || t.kind[*id] != Impl::kVocab)
+      fail(c.path, ": field ", item("model.merges", i), ": \"", shown, "\" is not in model.vocab");
+    return *id;
+  };
+  for (size_t i = 0; i < merges.size(); ++i) {
+    const auto& [ls, rs] = merges[i];
+    if (!tok::byte_level_decode_to(ls, lb) || !tok::byte_level_decode_to(rs, rb))
+      fail(c.path, ": field ", item("model.merges", i), ": \"", ls, " ", rs, "\" is not byte-level text");
+    const int l = lookup(lb, i, ls), r = lookup(rb, i, rs);
+    lb += rb;
+    out.push_back({l, r, lookup(lb, i, ls + rs)});
+  }
+  return out;
+}
+
+AddedToken read_added(const Ctx& c, const json& e, int id, const std::string& where) {
+  AddedToken a{id, c.str(c.at(e, "content", where), where + ".content"), c.flag(e, "special", where, false)};
+  if (a.content.empty()) fail(c.path, ": field ", where, ".content is empty");
   return a;
 }
 
-int parse_id(const json& v, const std::string& path, const std::string& where) {
-  if (!v.is_number_integer()) fail(path, ": ", where, " must be an integer id");
-  const int64_t id = v.get<int64_t>();
-  if (id < 0 || id > 16'000'000) fail(path, ": ", where, " id ", id, " out of range");
-  return static_cast<int>(id);
+// Parses tokenizer.json into t; returns its added tokens.
+std::vector<AddedToken> read_tokenizer_json(const std::string& path, Impl& t) {
+  tok::TokenizerJson tj = tok::parse_tokenizer_json(tok::read_file(path), path);
+  const json& doc = tj.doc;
+  const Ctx c{path};
+  if (!doc.is_object()) fail(path, ": top level is not a JSON object");
+  read_model(c, c.at(doc, "model", ""), tj, t);
+  read_normalizer(c, doc.value("normalizer", json()), "normalizer", t.nfc);
+  const std::string pattern = read_pre_tokenizer(c, c.at(doc, "pre_tokenizer", ""));
+  if (doc.contains("decoder") && !doc["decoder"].is_null() && c.type_of(doc["decoder"], "decoder") != "ByteLevel")
+    fail(path, ": field decoder.type: only ByteLevel is supported");
+  if (!pattern.empty()) t.splitter = std::make_unique<tok::RegexSplitter>(pattern, path + ": field pre_tokenizer");
+
+  std::array<int, 256> byte_ids;
+  for (int b = 0; b < 256; ++b) {
+    const char ch = static_cast<char>(b);
+    const auto id = t.store.find(std::string_view(&ch, 1));
+    if (!id || t.kind[*id] != Impl::kVocab) fail(path, ": field model.vocab: no token for byte ", b);
+    byte_ids[b] = *id;
+  }
+  t.bpe = std::make_unique<tok::BpeModel>(byte_ids, resolve_merges(c, t, tj.merges));
+
+  std::vector<AddedToken> added;
+  if (doc.contains("added_tokens")) {
+    const json& list = c.array(doc, "added_tokens", "");
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string where = item("added_tokens", i);
+      added.push_back(read_added(c, list[i], c.id(c.at(list[i], "id", where), where + ".id"), where));
+    }
+  }
+  return added;
+}
+
+// Adds the entries of tokenizer_config.json's added_tokens_decoder whose id is not taken yet.
+void read_tokenizer_config(const std::string& path, std::vector<AddedToken>& added) {
+  const json cfg = read_json(path);
+  const Ctx c{path};
+  if (!cfg.is_object()) fail(path, ": top level is not a JSON object");
+  if (!cfg.contains("added_tokens_decoder")) return;
+  const json& dec = cfg["added_tokens_decoder"];
+  if (!dec.is_object()) fail(path, ": field added_tokens_decoder is not an object");
+  for (auto it = dec.begin(); it != dec.end(); ++it) {
+    const std::string where = "added_tokens_decoder[\"" + it.key() + "\"]";
+    const std::string& key = it.key();
+    if (key.empty() || key.size() > 9 || !std::all_of(key.begin(), key.end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
+      fail(path, ": field ", where, ": the key is not a token id");
+    const int id = std::stoi(key);
+    if (std::any_of(added.begin(), added.end(), [&](const AddedToken& a) { return a.id == id; })) continue;
+    added.push_back(read_added(c, it.value(), id, where));
+  }
 }
 
 }  // namespace
 
 Tokenizer Tokenizer::load(const std::string& model_dir) {
-  const std::string path = model_dir + "/tokenizer.json";
-  const std::string config_path = model_dir + "/tokenizer_config.json";
-  auto data = std::make_shared<TokenizerData>();
-  tok::TokenizerJson tj = tok::read_tokenizer_json(path);
-  const json& j = tj.rest;
-  check_normalizer(j, path);
-  data->kind = check_pretokenizer(j, path);
-  {
-    auto dec = j.find("decoder");
-    if (dec == j.end() || string_or(*dec, "type", "") != "ByteLevel") fail(path, ": decoder must be ByteLevel");
-  }
-  const json& model = field(j, "model", path, "tokenizer");
-  check_model(model, path);
+  namespace fs = std::filesystem;
+  const std::string path = (fs::path(model_dir) / "tokenizer.json").string();
+  if (!fs::exists(path)) fail(path, ": file not found (a model folder needs tokenizer.json)");
+  auto t = std::make_shared<Impl>();
+  std::vector<AddedToken> added = read_tokenizer_json(path, *t);
+  const std::string cfg_path = (fs::path(model_dir) / "tokenizer_config.json").string();
+  if (fs::exists(cfg_path)) read_tokenizer_config(cfg_path, added);
 
-  // Vocabulary (byte-level alphabet -> raw bytes).
-  if (!tj.has_vocab || tj.vocab.empty()) fail(path, ": model.vocab is missing or empty");
-  std::vector<std::pair<int, std::string>> entries;
-  entries.reserve(tj.vocab.size());
-  int max_id = -1;
-  std::string raw;
-  for (const auto& [token, value] : tj.vocab) {
-    const int id = parse_id(json(value), path, cat("model.vocab[", json(token).dump(), "]"));
-    if (!tok::byte_level_decode(token, raw)) {
-      fail(path, ": model.vocab token ", json(token).dump(), " is not in the byte-level alphabet");
-    }
-    entries.emplace_back(id, raw);
-    max_id = std::max(max_id, id);
-  }
-  tj.vocab = {};
-
-  // Added tokens from tokenizer.json, then the extra ones of tokenizer_config.json.
-  auto& added = data->added_tokens;
-  if (auto at = j.find("added_tokens"); at != j.end() && !at->is_null()) {
-    if (!at->is_array()) fail(path, ": added_tokens must be an array");
-    for (size_t k = 0; k < at->size(); ++k) {
-      const std::string where = cat("added_tokens[", k, "]");
-      const json& t = (*at)[k];
-      added.push_back(parse_added(t, path, where, parse_id(field(t, "id", path, where), path, where + ".id")));
-    }
-  }
-  if (std::ifstream probe(config_path); probe) {
-    probe.close();
-    const json cfg = parse_json(config_path);
-    if (auto d = cfg.find("added_tokens_decoder"); d != cfg.end() && !d->is_null()) {
-      if (!d->is_object()) fail(config_path, ": added_tokens_decoder must be an object");
-      for (auto it = d->begin(); it != d->end(); ++it) {
-        const std::string where = cat("added_tokens_decoder[\"", it.key(), "\"]");
-        int id = -1;
-        try {
-          size_t used = 0;
-          id = std::stoi(it.key(), &used);
-          if (used != it.key().size() || id < 0) id = -1;
-        } catch (const std::exception&) {
-        }
-        if (id < 0) fail(config_path, ": ", where, ": key is not a token id");
-        tok::AddedToken a = parse_added(it.value(), config_path, where, id);
-        bool known = false;
-        for (const auto& e : added) {
-          if (e.id != id) continue;
-          if (e.content != a.content) {
-            fail(config_path, ": ", where, " is ", json(a.content).dump(), " but ", path, " has ",
-                 json(e.content).dump(), " for that id");
-          }
-          known = true;
-        }
-        if (!known) added.push_back(std::move(a));
-      }
-    }
-  }
-  for (const auto& a : added) max_id = std::max(max_id, a.id);
-
-  // Token byte table.
-  const int n = max_id + 1;
-  std::vector<const std::string*> by_id(n, nullptr);
-  for (const auto& [id, bytes] : entries) {
-    if (by_id[id]) fail(path, ": model.vocab uses id ", id, " twice");
-    by_id[id] = &bytes;
-  }
-  for (const auto& a : added) {
-    if (by_id[a.id] && *by_id[a.id] != a.content) {
-      fail(path, ": added token ", json(a.content).dump(), " reuses vocabulary id ", a.id);
-    }
-    by_id[a.id] = &a.content;
-  }
-  data->offsets.resize(n + 1);
-  data->known.assign(n, 0);
-  data->special.assign(n, 0);
-  data->added.assign(n, 0);
-  size_t total = 0;
-  for (int id = 0; id < n; ++id) total += by_id[id] ? by_id[id]->size() : 0;
-  data->bytes.reserve(total);
-  for (int id = 0; id < n; ++id) {
-    data->offsets[id] = static_cast<uint32_t>(data->bytes.size());
-    if (by_id[id]) {
-      data->bytes += *by_id[id];
-      data->known[id] = 1;
-    }
-  }
-  data->offsets[n] = static_cast<uint32_t>(data->bytes.size());
-  data->ids.bind(&data->bytes, &data->offsets);
-  data->ids.reserve(entries.size() + added.size());
-  for (const auto& [id, bytes] : entries) {
-    if (!data->ids.insert(id)) {
-      fail(path, ": model.vocab has two tokens with bytes ", json(tok::byte_level_encode(bytes)).dump());
-    }
-  }
-  for (int b = 0; b < 256; ++b) {
-    const char c = static_cast<char>(b);
-    const int id = data->ids.find(std::string_view(&c, 1));
-    if (id < 0) fail(path, ": model.vocab lacks the single-byte token for byte ", b);
-    data->byte_ids[b] = id;
-  }
-
-  // Merges: "a b" strings or [a, b] pairs, rank = position.
-  if (!tj.has_merges) fail(path, ": missing field model.merges");
-  data->merges.reserve(tj.merges.size());
-  std::string left, right, joined;
-  for (size_t r = 0; r < tj.merges.size(); ++r) {
-    const auto& [a, b] = tj.merges[r];
-    auto m = [&] { return json(a + " " + b).dump(); };
-    if (!tok::byte_level_decode(a, left) || !tok::byte_level_decode(b, right)) {
-      fail(path, ": model.merges[", r, "] ", m(), " is not in the byte-level alphabet");
-    }
-    joined = left;
-    joined += right;
-    const int ia = data->ids.find(left), ib = data->ids.find(right), im = data->ids.find(joined);
-    if (ia < 0 || ib < 0 || im < 0) {
-      fail(path, ": model.merges[", r, "] ", m(), " names a token missing from model.vocab");
-    }
-    data->merges.add(ia, ib, static_cast<int>(r), im);
-  }
-
-  for (const auto& a : added) {
-    data->ids.insert(a.id, /*replace=*/true);
-    data->added[a.id] = 1;
-    data->special[a.id] = a.special ? 1 : 0;
-  }
-  data->matcher.build(data->added_tokens);
-
-  Tokenizer t;
-  t.data_ = std::move(data);
-  return t;
+  std::sort(added.begin(), added.end(), [](const AddedToken& a, const AddedToken& b) { return a.id < b.id; });
+  for (const AddedToken& a : added) t->add_token(a.id, a.content, Impl::kAdded, a.special);
+  t->added = std::move(added);
+  t->matcher = std::make_unique<tok::AddedTokenMatcher>(t->added);
+  return Tokenizer(std::move(t));
 }
 
 }  // namespace qinfer

@@ -2,68 +2,83 @@
 
 namespace qinfer::tok {
 
-namespace {
-// Allowed range of the second byte for each lead byte (Unicode Table 3-7);
-// later continuation bytes are always 0x80..0xBF.
-struct LeadInfo {
-  uint8_t len;
-  uint8_t lo, hi;
-};
-
-LeadInfo lead_info(uint8_t b) {
-  if (b < 0x80) return {1, 0, 0};
-  if (b >= 0xC2 && b <= 0xDF) return {2, 0x80, 0xBF};
-  if (b == 0xE0) return {3, 0xA0, 0xBF};
-  if (b == 0xED) return {3, 0x80, 0x9F};
-  if (b >= 0xE1 && b <= 0xEF) return {3, 0x80, 0xBF};
-  if (b == 0xF0) return {4, 0x90, 0xBF};
-  if (b >= 0xF1 && b <= 0xF3) return {4, 0x80, 0xBF};
-  if (b == 0xF4) return {4, 0x80, 0x8F};
-  return {0, 0, 0};
+Utf8Step utf8_step(std::string_view s, size_t i) {
+  const auto b = [&](size_t k) { return static_cast<uint8_t>(s[k]); };
+  const uint8_t c = b(i);
+  if (c < 0x80) return {Utf8Step::kOk, 1, c};
+  int need;
+  uint32_t cp;
+  uint8_t lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+  if (c >= 0xC2 && c <= 0xDF) {
+    need = 1, cp = c & 0x1F;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    need = 2, cp = c & 0x0F;
+    if (c == 0xE0) lo = 0xA0;  // no overlong forms
+    if (c == 0xED) hi = 0x9F;  // no surrogates
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    need = 3, cp = c & 0x07;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;  // nothing above U+10FFFF
+  } else {
+    return {Utf8Step::kInvalid, 1, 0};
+  }
+  for (int k = 1; k <= need; ++k) {
+    if (i + k >= s.size()) return {Utf8Step::kTruncated, k, 0};
+    const uint8_t t = b(i + k);
+    const uint8_t tlo = k == 1 ? lo : 0x80, thi = k == 1 ? hi : 0xBF;
+    if (t < tlo || t > thi) return {Utf8Step::kInvalid, k, 0};
+    cp = (cp << 6) | (t & 0x3F);
+  }
+  return {Utf8Step::kOk, need + 1, cp};
 }
-}  // namespace
 
-size_t utf8_sequence_length(std::string_view s, size_t i, size_t* valid_prefix) {
-  const uint8_t b = static_cast<uint8_t>(s[i]);
-  const LeadInfo info = lead_info(b);
-  if (info.len == 0) {
-    if (valid_prefix) *valid_prefix = 1;
-    return 0;
-  }
-  if (info.len == 1) {
-    if (valid_prefix) *valid_prefix = 1;
-    return 1;
-  }
-  size_t k = 1;
-  for (; k < info.len; ++k) {
-    if (i + k >= s.size()) {
-      if (valid_prefix) *valid_prefix = k;
-      return 0;
+std::optional<size_t> utf8_first_invalid(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    if (static_cast<uint8_t>(s[i]) < 0x80) {
+      ++i;
+      continue;
     }
-    const uint8_t c = static_cast<uint8_t>(s[i + k]);
-    const uint8_t lo = k == 1 ? info.lo : 0x80, hi = k == 1 ? info.hi : 0xBF;
-    if (c < lo || c > hi) {
-      if (valid_prefix) *valid_prefix = k;
-      return 0;
+    const Utf8Step st = utf8_step(s, i);
+    if (st.status != Utf8Step::kOk) return i;
+    i += st.len;
+  }
+  return std::nullopt;
+}
+
+void append_utf8_lossy(std::string& out, std::string_view s) {
+  size_t i = 0, run = 0;  // [run, i) is valid and not yet copied
+  while (i < s.size()) {
+    if (static_cast<uint8_t>(s[i]) < 0x80) {
+      ++i;
+      continue;
     }
+    const Utf8Step st = utf8_step(s, i);
+    if (st.status == Utf8Step::kOk) {
+      i += st.len;
+      continue;
+    }
+    out.append(s.substr(run, i - run));
+    out.append("\xEF\xBF\xBD");
+    i += st.len;
+    run = i;
   }
-  if (valid_prefix) *valid_prefix = k;
-  return info.len;
+  out.append(s.substr(run));
 }
 
-uint32_t utf8_decode(std::string_view s, size_t i, size_t len) {
-  const auto* p = reinterpret_cast<const uint8_t*>(s.data() + i);
-  switch (len) {
-    case 1: return p[0];
-    case 2: return (uint32_t(p[0] & 0x1F) << 6) | (p[1] & 0x3F);
-    case 3: return (uint32_t(p[0] & 0x0F) << 12) | (uint32_t(p[1] & 0x3F) << 6) | (p[2] & 0x3F);
-    default:
-      return (uint32_t(p[0] & 0x07) << 18) | (uint32_t(p[1] & 0x3F) << 12) |
-             (uint32_t(p[2] & 0x3F) << 6) | (p[3] & 0x3F);
+size_t utf8_incomplete_tail(std::string_view s) {
+  // A sequence is at most 4 bytes, so only a lead byte among the last 3 can start a tail.
+  // Lead bytes (C2..F4) never occur inside another sequence, so the first one found decides.
+  const size_t from = s.size() > 3 ? s.size() - 3 : 0;
+  for (size_t i = from; i < s.size(); ++i) {
+    const uint8_t c = static_cast<uint8_t>(s[i]);
+    if (c < 0xC2 || c > 0xF4) continue;
+    if (utf8_step(s, i).status == Utf8Step::kTruncated) return s.size() - i;
   }
+  return 0;
 }
 
-void utf8_append(std::string& out, uint32_t cp) {
+void append_utf8(std::string& out, uint32_t cp) {
   if (cp < 0x80) {
     out += static_cast<char>(cp);
   } else if (cp < 0x800) {
@@ -79,45 +94,6 @@ void utf8_append(std::string& out, uint32_t cp) {
     out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
     out += static_cast<char>(0x80 | (cp & 0x3F));
   }
-}
-
-bool utf8_is_valid(std::string_view s) {
-  for (size_t i = 0; i < s.size();) {
-    if (static_cast<uint8_t>(s[i]) < 0x80) {
-      ++i;
-      continue;
-    }
-    const size_t len = utf8_sequence_length(s, i);
-    if (len == 0) return false;
-    i += len;
-  }
-  return true;
-}
-
-size_t utf8_append_lossy(std::string& out, std::string_view s, bool hold_incomplete) {
-  static constexpr char kReplacement[] = "\xEF\xBF\xBD";
-  size_t i = 0, run = 0;  // [run, i) is well-formed and not yet copied
-  while (i < s.size()) {
-    if (static_cast<uint8_t>(s[i]) < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t prefix = 0;
-    const size_t len = utf8_sequence_length(s, i, &prefix);
-    if (len != 0) {
-      i += len;
-      continue;
-    }
-    out.append(s.data() + run, i - run);
-    if (i + prefix == s.size() && hold_incomplete && lead_info(static_cast<uint8_t>(s[i])).len != 0) {
-      return prefix;  // cut short by the end: the caller keeps these bytes
-    }
-    out += kReplacement;
-    i += prefix;
-    run = i;
-  }
-  out.append(s.data() + run, i - run);
-  return 0;
 }
 
 }  // namespace qinfer::tok

@@ -1,34 +1,38 @@
-// UTF-8 helpers for the tokenizer: decoding, lossy repair (ill-formed bytes
-// become U+FFFD exactly as Rust's String::from_utf8_lossy does, one U+FFFD per
-// maximal ill-formed subpart).
+// UTF-8 helpers for the tokenizer: validation, lossy decoding (invalid bytes become U+FFFD,
+// one per maximal ill-formed subpart, like Rust's String::from_utf8_lossy and Python's
+// errors="replace"), and finding an incomplete sequence at the end of a buffer so a stream
+// decoder can hold it back until the next token completes it.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
 namespace qinfer::tok {
 
-// Length of the well-formed UTF-8 sequence that starts at s[i], or 0 when the
-// bytes there are ill-formed. `*needed` (if given) receives how many bytes a
-// well-formed sequence with this lead byte has, and `*valid_prefix` how many
-// leading bytes are a valid prefix of one (at least 1). A sequence cut short by
-// the end of `s` returns 0 with valid_prefix == s.size() - i.
-size_t utf8_sequence_length(std::string_view s, size_t i, size_t* valid_prefix = nullptr);
+// One step of a UTF-8 reader at some offset.
+struct Utf8Step {
+  enum Status { kOk, kInvalid, kTruncated } status;
+  int len;      // bytes consumed: the sequence (kOk), the maximal ill-formed subpart (kInvalid),
+                // or the valid-but-unfinished prefix that runs to the end of the input (kTruncated)
+  uint32_t cp;  // the code point when kOk
+};
 
-// Decodes the well-formed sequence of length `len` at s[i] (len from above).
-uint32_t utf8_decode(std::string_view s, size_t i, size_t len);
+// Reads one sequence starting at s[i] (i < s.size()).
+Utf8Step utf8_step(std::string_view s, size_t i);
 
-// Appends the UTF-8 encoding of code point `cp` to `out`.
-void utf8_append(std::string& out, uint32_t cp);
+// Offset of the first byte that is not part of well-formed UTF-8, or nullopt if s is valid.
+std::optional<size_t> utf8_first_invalid(std::string_view s);
 
-// True when `s` is well-formed UTF-8.
-bool utf8_is_valid(std::string_view s);
+// Appends s to out with every ill-formed subpart (including a truncated tail) replaced by U+FFFD.
+void append_utf8_lossy(std::string& out, std::string_view s);
 
-// Appends `s` to `out`, replacing each maximal ill-formed subpart by U+FFFD.
-// When `hold_incomplete` is true, a trailing sequence that is cut short but
-// could still be completed is not written; its length is returned so a
-// streaming caller can keep those bytes. Otherwise it is replaced and 0 is returned.
-size_t utf8_append_lossy(std::string& out, std::string_view s, bool hold_incomplete);
+// Length of the suffix of s that is an unfinished but so far valid UTF-8 sequence, which
+// more bytes could complete (0..3).
+size_t utf8_incomplete_tail(std::string_view s);
+
+// Appends the UTF-8 encoding of code point cp.
+void append_utf8(std::string& out, uint32_t cp);
 
 }  // namespace qinfer::tok
