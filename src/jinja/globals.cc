@@ -1,0 +1,86 @@
+// Global functions of the chat-template environment: Jinja's range, dict,
+// namespace, and Hugging Face's raise_exception and strftime_now.
+#include <ctime>
+
+#include "jinja/builtins.h"
+#include "jinja/template_error.h"
+
+namespace qinfer::jinja {
+namespace {
+
+constexpr int64_t kMaxRange = 100000;  // Jinja sandbox MAX_RANGE
+
+Value g_range(CallArgs& ca) {
+  if (!ca.kw.empty()) throw EvalError("TypeError: range() takes no keyword arguments");
+  std::vector<int64_t> a;
+  for (auto& v : ca.pos) {
+    if (!v.is_int() && !v.is_bool())
+      throw EvalError(cat("TypeError: '", type_name(v), "' object cannot be interpreted as an integer"));
+    a.push_back(v.as_int());
+  }
+  if (a.empty() || a.size() > 3) throw EvalError("TypeError: range expected 1 to 3 arguments");
+  int64_t start = a.size() == 1 ? 0 : a[0], stop = a.size() == 1 ? a[0] : a[1], step = a.size() == 3 ? a[2] : 1;
+  if (step == 0) throw EvalError("ValueError: range() arg 3 must not be zero");
+  Json arr = Json::array();
+  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+    if (static_cast<int64_t>(arr.size()) >= kMaxRange)
+      throw EvalError("OverflowError: Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
+    arr.push_back(i);
+  }
+  return Value(std::move(arr));
+}
+
+Value g_dict(CallArgs& ca) {
+  Json obj = Json::object();
+  if (ca.pos.size() > 1) throw EvalError("TypeError: dict expected at most 1 argument");
+  if (!ca.pos.empty()) {
+    const Value& src = ca.pos[0];
+    if (src.is_dict()) obj = src.json();
+    else
+      for (auto& pair : iterate(src)) {
+        std::vector<Value> kv = iterate(pair);
+        if (kv.size() != 2 || !kv[0].is_string()) throw EvalError("dict(): expected (str, value) pairs");
+        obj[kv[0].str()] = kv[1].to_json("dict()");
+      }
+  }
+  for (auto& [k, v] : ca.kw) obj[k] = v.to_json("dict()");
+  return Value(std::move(obj));
+}
+
+Value g_namespace(CallArgs& ca) {
+  auto o = std::make_shared<Object>();
+  if (ca.pos.size() > 1) throw EvalError("TypeError: namespace expected at most 1 argument");
+  if (!ca.pos.empty()) {
+    const Value& src = ca.pos[0];
+    if (!src.is_dict()) throw EvalError("TypeError: namespace() argument must be a mapping");
+    for (auto it = src.json().begin(); it != src.json().end(); ++it) o->attrs[it.key()] = src.member(it.key());
+  }
+  for (auto& [k, v] : ca.kw) o->attrs[k] = v;
+  return Value::object(o);
+}
+
+Value g_raise_exception(CallArgs& ca) {
+  throw RaisedError(ca.pos.empty() ? std::string() : to_str(ca.pos[0]));
+}
+
+Value g_strftime_now(CallArgs& ca) {
+  if (ca.pos.size() != 1 || !ca.pos[0].is_string()) throw EvalError("strftime_now(format) needs one string");
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[512];
+  size_t n = std::strftime(buf, sizeof buf, ca.pos[0].str().c_str(), &tm);
+  return Value(std::string(buf, n));
+}
+
+}  // namespace
+
+void add_globals(std::vector<std::pair<std::string, Value>>& out) {
+  out.emplace_back("range", Value::callable("range", g_range));
+  out.emplace_back("dict", Value::callable("dict", g_dict));
+  out.emplace_back("namespace", Value::callable("namespace", g_namespace));
+  out.emplace_back("raise_exception", Value::callable("raise_exception", g_raise_exception));
+  out.emplace_back("strftime_now", Value::callable("strftime_now", g_strftime_now));
+}
+
+}  // namespace qinfer::jinja

@@ -1,0 +1,325 @@
+#include "jinja/value.h"
+
+#include <cmath>
+
+#include "jinja/py_string.h"
+#include "jinja/template_error.h"
+
+namespace qinfer::jinja {
+
+Value::Value(Json j) : kind_(Kind::Json) {
+  holder_ = std::make_shared<const Json>(std::move(j));
+  node_ = holder_.get();
+}
+
+Value Value::borrow(std::shared_ptr<const Json> holder, const Json* node) {
+  Value v;
+  v.kind_ = Kind::Json;
+  v.holder_ = std::move(holder);
+  v.node_ = node;
+  return v;
+}
+
+Value Value::object(std::shared_ptr<Object> o) {
+  Value v;
+  v.kind_ = Kind::Object;
+  v.obj_ = std::move(o);
+  return v;
+}
+
+Value Value::callable(std::string name, std::function<Value(CallArgs&)> fn) {
+  Value v;
+  v.kind_ = Kind::Callable;
+  v.fn_ = std::make_shared<Callable>(Callable{std::move(name), std::move(fn)});
+  return v;
+}
+
+int64_t Value::as_int() const {
+  if (node_->is_boolean()) return node_->get<bool>() ? 1 : 0;
+  if (node_->is_number_float()) return static_cast<int64_t>(node_->get<double>());
+  if (node_->is_number_unsigned()) return static_cast<int64_t>(node_->get<uint64_t>());
+  return node_->get<int64_t>();
+}
+
+double Value::as_double() const {
+  if (node_->is_boolean()) return node_->get<bool>() ? 1.0 : 0.0;
+  return node_->get<double>();
+}
+
+Value Value::at(size_t i) const { return borrow(holder_, &(*node_)[i]); }
+
+Value Value::member(const std::string& key) const {
+  auto it = node_->find(key);
+  if (it == node_->end()) return Value::undefined(cat("'dict object' has no attribute '", key, "'"));
+  return borrow(holder_, &*it);
+}
+
+size_t Value::size() const { return node_->size(); }
+
+Json Value::to_json(const char* what) const {
+  if (is_json()) return *node_;
+  throw EvalError(cat("TypeError: ", what, ": Object of type ", type_name(*this),
+                      " is not JSON serializable"));
+}
+
+std::string type_name(const Value& v) {
+  switch (v.kind()) {
+    case Value::Kind::Undefined: return "Undefined";
+    case Value::Kind::Object: return v.obj()->is_namespace ? "Namespace" : "LoopContext";
+    case Value::Kind::Callable: return "function";
+    case Value::Kind::Json: break;
+  }
+  if (v.is_iterator()) return "generator";
+  const Json& j = v.json();
+  switch (j.type()) {
+    case Json::value_t::null: return "NoneType";
+    case Json::value_t::boolean: return "bool";
+    case Json::value_t::number_integer:
+    case Json::value_t::number_unsigned: return "int";
+    case Json::value_t::number_float: return "float";
+    case Json::value_t::string: return "str";
+    case Json::value_t::array: return "list";
+    case Json::value_t::object: return "dict";
+    default: return "object";
+  }
+}
+
+void fail_undefined(const Value& v) {
+  throw EvalError("UndefinedError: " + (v.undefined_hint().empty() ? std::string("value is undefined")
+                                                                    : v.undefined_hint()));
+}
+
+bool truthy(const Value& v) {
+  switch (v.kind()) {
+    case Value::Kind::Undefined: return false;
+    case Value::Kind::Object:
+    case Value::Kind::Callable: return true;
+    case Value::Kind::Json: break;
+  }
+  if (v.is_iterator()) return true;
+  const Json& j = v.json();
+  switch (j.type()) {
+    case Json::value_t::null: return false;
+    case Json::value_t::boolean: return j.get<bool>();
+    case Json::value_t::number_integer: return j.get<int64_t>() != 0;
+    case Json::value_t::number_unsigned: return j.get<uint64_t>() != 0;
+    case Json::value_t::number_float: return j.get<double>() != 0.0;
+    case Json::value_t::string: return !j.get_ref<const std::string&>().empty();
+    case Json::value_t::array:
+    case Json::value_t::object: return !j.empty();
+    default: return true;
+  }
+}
+
+static std::string json_repr(const Json& j, bool top_str);
+
+static std::string scalar_str(const Json& j) {
+  switch (j.type()) {
+    case Json::value_t::null: return "None";
+    case Json::value_t::boolean: return j.get<bool>() ? "True" : "False";
+    case Json::value_t::number_integer: return std::to_string(j.get<int64_t>());
+    case Json::value_t::number_unsigned: return std::to_string(j.get<uint64_t>());
+    case Json::value_t::number_float: return py::float_repr(j.get<double>());
+    default: return "";
+  }
+}
+
+static std::string json_repr(const Json& j, bool top_str) {
+  if (j.is_string()) return top_str ? j.get<std::string>() : py::repr(j.get_ref<const std::string&>());
+  if (j.is_array()) {
+    std::string out = "[";
+    bool first = true;
+    for (const auto& e : j) {
+      if (!first) out += ", ";
+      first = false;
+      out += json_repr(e, false);
+    }
+    return out + "]";
+  }
+  if (j.is_object()) {
+    std::string out = "{";
+    bool first = true;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      if (!first) out += ", ";
+      first = false;
+      out += py::repr(it.key()) + ": " + json_repr(it.value(), false);
+    }
+    return out + "}";
+  }
+  return scalar_str(j);
+}
+
+static std::string object_repr(const Value& v) {
+  std::string out = v.obj()->is_namespace ? "<Namespace {" : "<LoopContext {";
+  bool first = true;
+  for (const auto& [k, val] : v.obj()->attrs) {
+    if (!first) out += ", ";
+    first = false;
+    out += py::repr(k) + ": " + repr(val);
+  }
+  return out + "}>";
+}
+
+std::string to_str(const Value& v) {
+  switch (v.kind()) {
+    case Value::Kind::Undefined: return "";
+    case Value::Kind::Object: return object_repr(v);
+    case Value::Kind::Callable: return "<function " + v.fn()->name + ">";
+    case Value::Kind::Json: return json_repr(v.json(), true);
+  }
+  return "";
+}
+
+std::string repr(const Value& v) {
+  if (v.is_json()) return json_repr(v.json(), false);
+  if (v.is_undefined()) return "Undefined";
+  return to_str(v);
+}
+
+static bool json_is_num(const Json& j) { return j.is_number() || j.is_boolean(); }
+
+static double num_d(const Json& j) {
+  if (j.is_boolean()) return j.get<bool>() ? 1 : 0;
+  return j.get<double>();
+}
+
+static bool json_int_like(const Json& j) { return j.is_boolean() || j.is_number_integer(); }
+
+static int64_t num_i(const Json& j) {
+  if (j.is_boolean()) return j.get<bool>() ? 1 : 0;
+  if (j.is_number_unsigned()) return static_cast<int64_t>(j.get<uint64_t>());
+  return j.get<int64_t>();
+}
+
+static bool json_equals(const Json& a, const Json& b) {
+  if (json_is_num(a) && json_is_num(b)) {
+    if (json_int_like(a) && json_int_like(b)) return num_i(a) == num_i(b);
+    return num_d(a) == num_d(b);
+  }
+  if (a.type() != b.type()) {
+    return false;
+  }
+  if (a.is_array()) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (!json_equals(a[i], b[i])) return false;
+    return true;
+  }
+  if (a.is_object()) {
+    if (a.size() != b.size()) return false;
+    for (auto it = a.begin(); it != a.end(); ++it) {
+      auto jt = b.find(it.key());
+      if (jt == b.end() || !json_equals(it.value(), *jt)) return false;
+    }
+    return true;
+  }
+  return a == b;
+}
+
+bool equals(const Value& a, const Value& b) {
+  if (a.kind() != b.kind()) return false;
+  switch (a.kind()) {
+    case Value::Kind::Undefined: return true;
+    case Value::Kind::Object: return a.obj() == b.obj();
+    case Value::Kind::Callable: return a.fn() == b.fn();
+    case Value::Kind::Json: return json_equals(a.json(), b.json());
+  }
+  return false;
+}
+
+static bool json_less(const Json& a, const Json& b, const char* op, const Value& va,
+                      const Value& vb) {
+  if (json_is_num(a) && json_is_num(b)) {
+    if (json_int_like(a) && json_int_like(b)) return num_i(a) < num_i(b);
+    return num_d(a) < num_d(b);
+  }
+  if (a.is_string() && b.is_string())
+    return a.get_ref<const std::string&>() < b.get_ref<const std::string&>();
+  if (a.is_array() && b.is_array()) {
+    size_t n = std::min(a.size(), b.size());
+    for (size_t i = 0; i < n; ++i) {
+      if (!json_equals(a[i], b[i])) return json_less(a[i], b[i], op, va, vb);
+    }
+    return a.size() < b.size();
+  }
+  throw EvalError(cat("TypeError: '", op, "' not supported between instances of '", type_name(va),
+                      "' and '", type_name(vb), "'"));
+}
+
+bool less(const Value& a, const Value& b, const char* op) {
+  if (a.is_undefined()) fail_undefined(a);
+  if (b.is_undefined()) fail_undefined(b);
+  if (!a.is_json() || !b.is_json())
+    throw EvalError(cat("TypeError: '", op, "' not supported between instances of '", type_name(a),
+                        "' and '", type_name(b), "'"));
+  return json_less(a.json(), b.json(), op, a, b);
+}
+
+bool contains(const Value& container, const Value& item) {
+  if (container.is_undefined()) return false;
+  if (!container.is_json() || container.is_none() || container.is_number())
+    throw EvalError(cat("TypeError: argument of type '", type_name(container), "' is not iterable"));
+  const Json& c = container.json();
+  if (c.is_string()) {
+    if (!item.is_string())
+      throw EvalError(cat("TypeError: 'in <string>' requires string as left operand, not ",
+                          type_name(item)));
+    return c.get_ref<const std::string&>().find(item.str()) != std::string::npos;
+  }
+  if (c.is_array()) {
+    for (size_t i = 0; i < c.size(); ++i)
+      if (equals(container.at(i), item)) return true;
+    return false;
+  }
+  // dict: key membership
+  if (item.is_list() || item.is_dict())
+    throw EvalError(cat("TypeError: unhashable type: '", type_name(item), "'"));
+  if (!item.is_string()) return false;
+  return c.contains(item.str());
+}
+
+int64_t length(const Value& v) {
+  if (v.is_undefined()) return 0;
+  if (v.is_json() && !v.is_iterator()) {
+    const Json& j = v.json();
+    if (j.is_string()) return static_cast<int64_t>(py::length(j.get_ref<const std::string&>()));
+    if (j.is_array() || j.is_object()) return static_cast<int64_t>(j.size());
+  }
+  throw EvalError(cat("TypeError: object of type '", type_name(v), "' has no len()"));
+}
+
+std::vector<Value> iterate(const Value& v) {
+  std::vector<Value> out;
+  if (v.is_undefined()) return out;
+  if (v.is_json()) {
+    const Json& j = v.json();
+    if (j.is_array()) {
+      out.reserve(j.size());
+      for (size_t i = 0; i < j.size(); ++i) out.push_back(v.at(i));
+      return out;
+    }
+    if (j.is_object()) {
+      for (auto it = j.begin(); it != j.end(); ++it) out.emplace_back(it.key());
+      return out;
+    }
+    if (j.is_string()) {
+      for (char32_t c : py::decode(j.get_ref<const std::string&>())) out.emplace_back(py::encode(c));
+      return out;
+    }
+  }
+  throw EvalError(cat("TypeError: '", type_name(v), "' object is not iterable"));
+}
+
+Value make_list(const std::vector<Value>& items, const char* what) {
+  Json arr = Json::array();
+  for (const auto& it : items) {
+    if (it.is_undefined()) {
+      arr.push_back(nullptr);  // Python keeps the Undefined; closest JSON stand-in
+      continue;
+    }
+    arr.push_back(it.to_json(what));
+  }
+  return Value(std::move(arr));
+}
+
+}  // namespace qinfer::jinja
