@@ -53,6 +53,7 @@ void ToolCallStream::process(ToolStreamDelta& out, bool at_end) {
       call_start_ = p;
       header_seen_ = header_sent_ = false;
       param_pos_ = 0;
+      params_emitted_ = 0;
       streamed_args_.clear();
       continue;
     }
@@ -159,16 +160,14 @@ bool ToolCallStream::process_call(ToolStreamDelta& out, bool at_end) {
       const size_t end = xml::true_param_end(value_text, filter, true);
       if (end == xml::npos) break;
       const std::string_view value = xml::trim_value(value_text.substr(0, end));
-      std::string json;
+      PyValue v;
       try {
-        json = py_json_dumps(convert_param_value(value, pname, props));
-      } catch (const std::exception&) {
-        json = py_json_dumps(PyValue::str(std::string(value)));  // where vLLM would raise
+        v = convert_param_value(value, pname, props);
+      } catch (const ToolValueOverflow&) {
+        v = PyValue::str(std::string(value));  // where vLLM would raise
       }
-      std::string frag = streamed_args_ == "{" ? "" : ", ";
-      py_json_dump_string(frag, pname);
-      frag += ": " + json;
-      emit_args(out, frag);
+      emit_args(out, xml::argument_fragment(pname, v, params_emitted_ == 0));
+      ++params_emitted_;
       param_pos_ = pname_end + 1 + end + xml::kParamEnd.size();
     }
     return false;
@@ -181,18 +180,25 @@ void ToolCallStream::end_call(ToolStreamDelta& out, size_t block_end) {
   if (header_sent_) {
     // The block's final arguments, exactly as the non-streaming parser reads them.
     const std::string_view block = std::string_view(text_).substr(call_start_, block_end - call_start_);
+    std::optional<xml::ParsedCall> parsed;
     std::string final_args;
     try {
       const auto fns = xml::split_function_calls(block, tools_);
-      if (!fns.empty())
-        if (auto parsed = xml::parse_function(fns[0], tools_)) final_args = py_json_dumps(parsed->arguments);
+      if (!fns.empty()) parsed = xml::parse_function(fns[0], tools_);
+      if (parsed) final_args = py_json_dumps(parsed->arguments());
     } catch (const std::exception&) {
       final_args.clear();
     }
     if (!final_args.empty() && final_args.starts_with(streamed_args_)) {
       emit_args(out, std::string_view(final_args).substr(streamed_args_.size()));
     } else {
-      emit_args(out, "}");  // what was streamed stays valid JSON
+      // Only with a duplicated parameter name (or a value vLLM rejects): the earlier value is
+      // already out, so send the remaining parameters in text order. JSON readers keep the
+      // last duplicate, which is the value the non-streaming dict holds.
+      if (parsed)
+        for (size_t i = params_emitted_; i < parsed->params.size(); ++i)
+          emit_args(out, xml::argument_fragment(parsed->params[i].first, parsed->params[i].second, i == 0));
+      emit_args(out, "}");
     }
     calls_.push_back({id_, name_, streamed_args_});
     ++next_index_;

@@ -33,7 +33,7 @@ ToolParseResult parse_tool_calls(std::string_view text, const ToolSchemas& tools
     std::vector<std::string> args;
     for (std::string_view fn : blocks) {
       if (auto call = xml::parse_function(fn, tools)) {
-        args.push_back(py_json_dumps(call->arguments));
+        args.push_back(py_json_dumps(call->arguments()));
         parsed.push_back(std::move(*call));
       }
     }

@@ -59,7 +59,8 @@ struct ToolStreamDelta {
 // Differences from vLLM's streaming (all about malformed output): a call whose name vLLM
 // would reject is skipped; a block without "<function=" is streamed as content; an
 // unfinished call at finish() is completed from its text as the non-streaming parser does;
-// whitespace-only text between or after calls is dropped regardless of how it was split.
+// whitespace-only text between or after calls is dropped regardless of how it was split;
+// a duplicated parameter name streams both values when the first was already sent.
 class ToolCallStream {
  public:
   explicit ToolCallStream(ToolSchemas tools, ToolCallIdGenerator ids = make_tool_call_id);
@@ -92,6 +93,7 @@ class ToolCallStream {
   std::string id_, name_;
   size_t body_start_ = 0;     // offset just after "<function=NAME>"
   size_t param_pos_ = 0;      // body offset where the next parameter search starts
+  size_t params_emitted_ = 0;
   std::string streamed_args_;
   NameSet names_;
   bool has_props_ = false;

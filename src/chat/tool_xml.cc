@@ -129,7 +129,6 @@ std::optional<ParsedCall> parse_function(std::string_view fn, const ToolSchemas&
   if (end_index == npos) return std::nullopt;
   ParsedCall call{std::string(fn.substr(0, end_index)), {}};
   if (!valid_function_name(call.name)) return std::nullopt;
-  call.arguments.kind = PyValue::Kind::kDict;
   const nlohmann::json* props = tools.properties(call.name);
   const NameSet names = tools.property_names(call.name);
   const NameSet* filter = props ? &names : nullptr;
@@ -160,9 +159,28 @@ std::optional<ParsedCall> parse_function(std::string_view fn, const ToolSchemas&
       value = value_text.substr(0, end);
       pos = name_end + 1 + end + kParamEnd.size();
     }
-    call.arguments.dict_set(PyValue::str(std::string(pname)), convert_param_value(trim_value(value), pname, props));
+    call.params.emplace_back(std::string(pname), convert_param_value(trim_value(value), pname, props));
   }
   return call;
+}
+
+PyValue ParsedCall::arguments() const {
+  PyValue d;
+  d.kind = PyValue::Kind::kDict;
+  for (const auto& [k, v] : params) d.dict_set(PyValue::str(k), v);
+  return d;
+}
+
+std::string argument_fragment(std::string_view name, const PyValue& value, bool first) {
+  std::string frag = first ? "" : ", ";
+  py_json_dump_string(frag, name);
+  frag += ": ";
+  try {
+    frag += py_json_dumps(value);
+  } catch (const JsonDumpError&) {
+    frag += "null";  // only reached for values the non-streaming parser would reject outright
+  }
+  return frag;
 }
 
 std::vector<std::string_view> split_function_calls(std::string_view output, const ToolSchemas& tools) {

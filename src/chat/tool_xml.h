@@ -41,11 +41,15 @@ bool valid_function_name(std::string_view name);
 
 struct ParsedCall {
   std::string name;
-  PyValue arguments;  // a dict, in parameter order
+  std::vector<std::pair<std::string, PyValue>> params;  // in text order, duplicates kept
+  PyValue arguments() const;  // the dict vLLM builds: later duplicates overwrite in place
 };
 // vLLM _parse_xml_function_call over the text after "<function=" (up to the structural end).
 // nullopt for a missing '>' or an invalid name. May throw ToolValueOverflow.
 std::optional<ParsedCall> parse_function(std::string_view fn, const ToolSchemas& tools);
+
+// One streamed arguments fragment: "NAME": VALUE, preceded by ", " unless first.
+std::string argument_fragment(std::string_view name, const PyValue& value, bool first);
 
 // vLLM _get_function_calls: the texts after "<function=" of every tool-call block.
 std::vector<std::string_view> split_function_calls(std::string_view output, const ToolSchemas& tools);
