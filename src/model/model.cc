@@ -56,6 +56,54 @@ StateShape state_shape(const TextConfig& tc, bool mtp) {
   s.ssm_size = static_cast<int64_t>(tc.linear_num_value_heads) * tc.linear_key_head_dim * tc.linear_value_head_dim;
   return s;
 }
+
+
+// Final norm and lm_head: all rows of all_logits steps straight into their
+// buffers; the last rows of the other steps batched together in one product.
+struct Out {
+  float* logits;
+  bool all;
+  float* hidden;   // optional [n][H] normed hidden states
+};
+
+void head(const TextConfig& tc, const std::vector<float>& norm, const model::Linear& lm_head, const float* X,
+          const std::vector<model::Span>& spans, const std::vector<Out>& outs, std::vector<float>* all_hidden) {
+  const int64_t H = tc.hidden_size, V = tc.vocab_size;
+  const float eps = static_cast<float>(tc.rms_norm_eps);
+  const int64_t N = spans.back().begin + spans.back().n;
+  std::vector<float> hn(N * H);
+  for (size_t s = 0; s < spans.size(); ++s) {
+    const auto& sp = spans[s];
+    if (outs[s].all || outs[s].hidden || all_hidden) {
+      ops::rmsnorm_rows(X + sp.begin * H, norm.data(), sp.n, H, eps, hn.data() + sp.begin * H);
+      if (outs[s].hidden) std::memcpy(outs[s].hidden, hn.data() + sp.begin * H, sp.n * H * sizeof(float));
+    } else {
+      ops::rmsnorm(X + (sp.begin + sp.n - 1) * H, norm.data(), H, eps, hn.data() + (sp.begin + sp.n - 1) * H);
+    }
+  }
+  if (all_hidden) *all_hidden = hn;
+  std::vector<float> last;
+  std::vector<size_t> last_steps;
+  for (size_t s = 0; s < spans.size(); ++s) {
+    const auto& sp = spans[s];
+    if (outs[s].all) {
+      lm_head.apply(hn.data() + sp.begin * H, sp.n, outs[s].logits);
+    } else {
+      last.insert(last.end(), hn.begin() + (sp.begin + sp.n - 1) * H, hn.begin() + (sp.begin + sp.n) * H);
+      last_steps.push_back(s);
+    }
+  }
+  if (last_steps.empty()) return;
+  const int64_t R = static_cast<int64_t>(last_steps.size());
+  if (R == 1) {
+    lm_head.apply(last.data(), 1, outs[last_steps[0]].logits);
+    return;
+  }
+  std::vector<float> out(R * V);
+  lm_head.apply(last.data(), R, out.data());
+  for (int64_t r = 0; r < R; ++r) std::memcpy(outs[last_steps[r]].logits, out.data() + r * V, V * sizeof(float));
+}
+
 }  // namespace
 
 std::unique_ptr<SequenceState> Model::new_sequence() const {
@@ -70,6 +118,7 @@ void Model::forward(const std::vector<Step>& steps, ForwardTrace* trace) {
   const StateShape shape = state_shape(tc, w_->mtp != nullptr);
   std::set<const SequenceState*> seen;
   std::vector<model::Span> spans;
+  std::vector<Out> outs;
   int64_t N = 0;
   for (size_t s = 0; s < steps.size(); ++s) {
     const Step& st = steps[s];
@@ -88,6 +137,7 @@ void Model::forward(const std::vector<Step>& steps, ForwardTrace* trace) {
              max_context());
     }
     spans.push_back({st.state, N, st.n_tokens, pos0});
+    outs.push_back({st.logits, st.all_logits, st.hidden});
     N += st.n_tokens;
   }
 
@@ -112,41 +162,53 @@ void Model::forward(const std::vector<Step>& steps, ForwardTrace* trace) {
   }
   for (const auto& sp : spans) sp.state->advance(sp.n);
 
-  // Final norm and lm_head: all rows of all_logits steps straight into their
-  // buffers; the last rows of the other steps batched together.
+  head(tc, w_->final_norm, w_->lm_head, X.data(), spans, outs, trace ? &trace->final_hidden : nullptr);
+}
+
+void Model::forward_mtp(const std::vector<MtpStep>& steps) {
+  if (!w_->mtp) fail("forward_mtp: the model was loaded without its MTP head (LoadOptions::load_mtp)");
+  const TextConfig& tc = config_.text;
+  const int64_t H = tc.hidden_size, V = tc.vocab_size;
+  if (steps.empty()) return;
+  const StateShape shape = state_shape(tc, true);
+  std::set<const SequenceState*> seen;
+  std::vector<model::Span> spans;
+  std::vector<Out> outs;
+  int64_t N = 0;
+  for (size_t s = 0; s < steps.size(); ++s) {
+    const MtpStep& st = steps[s];
+    if (!st.state || !(st.state->shape() == shape)) fail("forward_mtp: step ", s, " has no (or a foreign) sequence state");
+    if (!st.next_tokens || !st.hidden || st.n < 1 || !st.logits) fail("forward_mtp: step ", s, " is missing tokens, hidden states or logits");
+    if (!seen.insert(st.state).second) fail("forward_mtp: step ", s, " reuses a sequence state");
+    const int64_t pos0 = st.state->mtp_tokens();
+    for (int64_t t = 0; t < st.n; ++t) {
+      if (st.next_tokens[t] < 0 || st.next_tokens[t] >= V)
+        fail("forward_mtp: token id ", st.next_tokens[t], " (step ", s, ", row ", t, ") is outside the vocabulary");
+      if (pos0 + t >= max_context())
+        fail("forward_mtp: position ", pos0 + t, " (step ", s, ", row ", t, ") is past max_position_embeddings ", max_context());
+    }
+    spans.push_back({st.state, N, st.n, pos0});
+    outs.push_back({st.logits, st.all_logits, st.out_hidden});
+    N += st.n;
+  }
+  const model::MtpWeights& m = *w_->mtp;
   const float eps = static_cast<float>(tc.rms_norm_eps);
-  std::vector<float> hn(N * H);
-  for (size_t s = 0; s < spans.size(); ++s) {
-    const auto& sp = spans[s];
-    if (steps[s].all_logits || trace)
-      ops::rmsnorm_rows(X.data() + sp.begin * H, w_->final_norm.data(), sp.n, H, eps, hn.data() + sp.begin * H);
-    else
-      ops::rmsnorm(X.data() + (sp.begin + sp.n - 1) * H, w_->final_norm.data(), H, eps,
-                   hn.data() + (sp.begin + sp.n - 1) * H);
-  }
-  if (trace) trace->final_hidden = hn;
-  std::vector<float> last;
-  std::vector<size_t> last_steps;
-  for (size_t s = 0; s < spans.size(); ++s) {
-    const auto& sp = spans[s];
-    if (steps[s].all_logits) {
-      w_->lm_head.apply(hn.data() + sp.begin * H, sp.n, steps[s].logits);
-    } else {
-      last.insert(last.end(), hn.begin() + (sp.begin + sp.n - 1) * H, hn.begin() + (sp.begin + sp.n) * H);
-      last_steps.push_back(s);
+  // c = [RMSNorm_e(embed(next)) | RMSNorm_h(hidden)] -> fc
+  std::vector<float> c(N * 2 * H), e(H);
+  for (size_t s = 0; s < steps.size(); ++s)
+    for (int64_t t = 0; t < steps[s].n; ++t) {
+      float* row = c.data() + (spans[s].begin + t) * 2 * H;
+      model::embed_rows(*w_, steps[s].next_tokens + t, 1, H, e.data());
+      ops::rmsnorm(e.data(), m.pre_fc_norm_embedding.data(), H, eps, row);
+      ops::rmsnorm(steps[s].hidden + t * H, m.pre_fc_norm_hidden.data(), H, eps, row + H);
     }
-  }
-  if (!last_steps.empty()) {
-    const int64_t R = static_cast<int64_t>(last_steps.size());
-    if (R == 1) {
-      w_->lm_head.apply(last.data(), 1, steps[last_steps[0]].logits);
-    } else {
-      std::vector<float> out(R * V);
-      w_->lm_head.apply(last.data(), R, out.data());
-      for (int64_t r = 0; r < R; ++r)
-        std::memcpy(steps[last_steps[r]].logits, out.data() + r * V, V * sizeof(float));
-    }
-  }
+  std::vector<float> X(N * H);
+  m.fc.apply(c.data(), N, X.data());
+  std::vector<KvCache*> caches;
+  for (const auto& sp : spans) caches.push_back(&sp.state->mtp_kv(0));
+  model::decoder_layer(tc, m.layer, w_->inv_freq.data(), X.data(), N, spans, caches, nullptr);
+  for (const auto& sp : spans) sp.state->advance_mtp(sp.n);
+  head(tc, m.norm, w_->lm_head, X.data(), spans, outs, nullptr);
 }
 
 }  // namespace qinfer

@@ -45,6 +45,8 @@ class Model {
     int64_t n_tokens = 0;                 // >= 1; prefill chunk or a single decode token
     float* logits = nullptr;              // [n_tokens or 1][vocab] output
     bool all_logits = false;              // false: only the last token's row
+    float* hidden = nullptr;              // optional [n_tokens][hidden]: post-final-norm hidden states
+                                          // (the MTP head's input)
   };
   // Runs all steps as one batched call: the tokens of all sequences go through
   // each weight product together; the sequence-dependent work (attention over its
@@ -52,6 +54,21 @@ class Model {
   // Bad input (token id >= vocab, position >= max_context, null pointers) throws
   // qinfer::Error before any state is modified.
   void forward(const std::vector<Step>& steps, ForwardTrace* trace = nullptr);
+
+  // MTP draft head (spec §5; needs LoadOptions::load_mtp). Row t of a step takes the
+  // main model's post-norm hidden state hidden[t] and the token that follows that
+  // position, next_tokens[t]; its rotary position is state->mtp_tokens() + t and it
+  // attends over the sequence's own MTP KV cache (rows written by earlier calls).
+  struct MtpStep {
+    SequenceState* state = nullptr;
+    const int* next_tokens = nullptr;
+    const float* hidden = nullptr;        // [n][hidden]
+    int64_t n = 0;
+    float* logits = nullptr;              // [n or 1][vocab] draft logits
+    bool all_logits = false;
+    float* out_hidden = nullptr;          // optional [n][hidden]: MTP output after mtp.norm
+  };
+  void forward_mtp(const std::vector<MtpStep>& steps);
 
   size_t weight_bytes() const;            // resident bytes of the weights as used
   int64_t max_context() const { return config_.text.max_position_embeddings; }

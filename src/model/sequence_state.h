@@ -62,6 +62,8 @@ class SequenceState {
   void advance(int64_t n) { seen_ += n; }
   int64_t mtp_tokens() const { return mtp_seen_; }
   void advance_mtp(int64_t n) { mtp_seen_ += n; }
+  // Speculative decoding: later MTP rows overwrite the cache from this position on.
+  void rewind_mtp(int64_t n) { mtp_seen_ = n < mtp_seen_ ? (n < 0 ? 0 : n) : mtp_seen_; }
 
  private:
   StateShape shape_;
