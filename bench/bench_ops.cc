@@ -48,7 +48,7 @@ const GptqMatrix& int4_weights(int64_t rows, int64_t cols, int index = 0) {
     std::mt19937 rng(index);
     const int gs = 32;
     std::vector<uint8_t> q(rows * cols), z(rows * (cols / gs), 8);
-    std::vector<float> s(rows * (cols / gs), 0.01f);
+    std::vector<float> s(rows * (cols / gs), 1.0f / 128);  // fp16-exact, like checkpoint scales
     for (auto& c : q) c = rng() & 15;
     m = gptq_pack({rows, cols, gs, q.data(), s.data(), z.data(), nullptr});
   }
@@ -109,7 +109,7 @@ void bm_gptq_pack(benchmark::State& st) {
   const int64_t rows = 512, cols = 2048, gs = 32;
   std::mt19937 rng(3);
   std::vector<uint8_t> q(rows * cols), z(rows * (cols / gs), 8);
-  std::vector<float> s(rows * (cols / gs), 0.01f);
+  std::vector<float> s(rows * (cols / gs), 1.0f / 128);  // fp16-exact, like checkpoint scales
   for (auto& c : q) c = rng() & 15;
   for (auto _ : st) {
     auto m = gptq_pack({rows, cols, static_cast<int>(gs), q.data(), s.data(), z.data(), nullptr});

@@ -3,14 +3,46 @@
 #include <emmintrin.h>
 
 #include <cmath>
+#include <cstring>
 
+#include "ops/kernel_table.h"
 #include "util/error.h"
 
 namespace qinfer::ops {
 
 int64_t GptqMatrix::bytes() const {
-  return static_cast<int64_t>(codes_.size() + scale_.size() * sizeof(float) + zero_.size() * sizeof(int32_t));
+  return static_cast<int64_t>(codes_.size() + scale_h_.size() * 2 + scale_f_.size() * 4 + zero_.size());
 }
+
+float GptqMatrix::scale(int64_t r, int64_t g) const {
+  return half_scales() ? detail::f16_to_f32(scale_h_[r * groups_ + g]) : scale_f_[r * groups_ + g];
+}
+
+namespace {
+
+// fp16 bits of f when f is exactly an fp16 value (checked by round trip).
+bool f16_exact(float f, uint16_t* out) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000);
+  const int e = static_cast<int>((u >> 23) & 0xff) - 127;
+  const uint32_t mant = u & 0x7fffff;
+  uint16_t h;
+  if ((u & 0x7fffffff) == 0) {
+    h = sign;
+  } else if (e >= -14 && e <= 15) {
+    h = static_cast<uint16_t>(sign | ((e + 15) << 10) | (mant >> 13));
+  } else if (e >= -24 && e < -14) {  // fp16 subnormal: value = m * 2^-24
+    h = static_cast<uint16_t>(sign | ((mant | 0x800000) >> (-1 - e)));
+  } else {
+    return false;
+  }
+  if (detail::f16_to_f32(h) != f) return false;
+  *out = h;
+  return true;
+}
+
+}  // namespace
 
 void GptqMatrix::gather_input(const float* x, float* xp) const {
   if (perm_.empty()) {
@@ -61,19 +93,24 @@ std::unique_ptr<GptqMatrix> gptq_pack(const GptqCanonical& c) {
   for (int64_t g = 0; g < groups; ++g)
     for (int64_t p = m->gofs_[g]; p < m->gofs_[g + 1]; ++p) pgroup[p] = static_cast<int32_t>(g);
 
-  m->scale_.resize(rows * groups);
   m->zero_.resize(rows * groups);
+  m->scale_h_.resize(rows * groups);
+  bool half = true;
   for (int64_t i = 0; i < rows * groups; ++i) {
     if (c.zero[i] > 15) fail("gptq_pack: zero[", i / groups, "][", i % groups, "] = ", int(c.zero[i]), " is not a 4-bit value");
     if (!std::isfinite(c.scale[i])) fail("gptq_pack: scale[", i / groups, "][", i % groups, "] is not finite");
-    m->scale_[i] = c.scale[i];
     m->zero_[i] = c.zero[i];
+    if (half) half = f16_exact(c.scale[i], &m->scale_h_[i]);
+  }
+  if (!half) {
+    m->scale_h_ = {};
+    m->scale_f_.assign(c.scale, c.scale + rows * groups);
   }
 
   m->codes_.resize(rows * (kp / 2));
   for (int64_t r = 0; r < rows; ++r) {
     const uint8_t* q = c.q + r * cols;
-    const int32_t* z = m->zero_.data() + r * groups;
+    const uint8_t* z = m->zero_.data() + r * groups;
     uint8_t* out = m->codes_.data() + r * (kp / 2);
     uint8_t seen = 0;  // OR of all codes: > 15 means a bad one
     if (identity) {  // 16 + 16 codes -> 16 bytes, SSE2 (baseline x86-64)
@@ -89,7 +126,7 @@ std::unique_ptr<GptqMatrix> gptq_pack(const GptqCanonical& c) {
         seen = 0xff;
     } else {
       auto code = [&](int64_t p) -> uint8_t {
-        return perm[p] < 0 ? static_cast<uint8_t>(z[pgroup[p]]) : q[perm[p]];
+        return perm[p] < 0 ? z[pgroup[p]] : q[perm[p]];
       };
       for (int64_t b = 0; b < kp; b += B)
         for (int i = 0; i < B / 2; ++i) {

@@ -6,7 +6,8 @@
 // multiple of 32 columns, and each row stores its codes as 16 bytes per block of
 // 32 columns: byte j holds column j in the low nibble and column j+16 in the
 // high nibble. Padding codes equal the group's zero point, so they weigh 0.
-// Per row and group: fp32 scale and the integer zero point.
+// Per row and group: the scale (as fp16 bits when every scale is exactly an
+// fp16 value, as checkpoints store them; else fp32) and the zero point (a byte).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -46,8 +47,11 @@ class GptqMatrix {
   void gather_input(const float* x, float* xp) const;
 
   const uint8_t* row_codes(int64_t r) const { return codes_.data() + r * (kp_ / 2); }
-  const float* row_scales(int64_t r) const { return scale_.data() + r * groups_; }
-  const int32_t* row_zeros(int64_t r) const { return zero_.data() + r * groups_; }
+  bool half_scales() const { return !scale_h_.empty(); }
+  const uint16_t* row_scales_f16(int64_t r) const { return scale_h_.data() + r * groups_; }
+  const float* row_scales_f32(int64_t r) const { return scale_f_.data() + r * groups_; }
+  float scale(int64_t r, int64_t g) const;  // either storage
+  const uint8_t* row_zeros(int64_t r) const { return zero_.data() + r * groups_; }
   // Packed column range of group g: [group_begin(g), group_begin(g + 1)).
   int64_t group_begin(int64_t g) const { return gofs_[g]; }
 
@@ -57,8 +61,9 @@ class GptqMatrix {
   std::vector<int32_t> perm_;   // [kp] source column or -1; empty = identity
   std::vector<int64_t> gofs_;   // [groups + 1]
   std::vector<uint8_t> codes_;  // [rows][kp / 2]
-  std::vector<float> scale_;    // [rows][groups]
-  std::vector<int32_t> zero_;   // [rows][groups]
+  std::vector<uint16_t> scale_h_;  // [rows][groups] fp16 bits, or empty
+  std::vector<float> scale_f_;     // [rows][groups] when scale_h_ is empty
+  std::vector<uint8_t> zero_;      // [rows][groups]
 };
 
 // Validates c (throws qinfer::Error naming the field) and repacks it.

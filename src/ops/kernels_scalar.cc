@@ -71,13 +71,12 @@ void gptq_rows(const GptqMatrix& W, const float* X, int64_t n, float* Y, int64_t
   constexpr int B = GptqMatrix::kBlock;
   for (int64_t r = r0; r < r1; ++r) {
     const uint8_t* codes = W.row_codes(r);
-    const float* sc = W.row_scales(r);
-    const int32_t* zr = W.row_zeros(r);
+    const uint8_t* zr = W.row_zeros(r);
     for (int64_t j = 0; j < n; ++j) {
       const float* x = X + j * kp;
       double acc = 0;
       for (int64_t g = 0; g < W.groups(); ++g) {
-        const float s = sc[g];
+        const float s = W.scale(r, g);
         const int32_t z = zr[g];
         for (int64_t b = W.group_begin(g); b < W.group_begin(g + 1); b += B) {
           const uint8_t* blk = codes + b / 2;

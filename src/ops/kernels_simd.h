@@ -40,8 +40,8 @@ using LdF16 = Loader<uint16_t, FullF16>;
 using LdI8 = Loader<int8_t, FullI8>;
 
 // y[j*ldy + r] = (rscale ? rscale[r] : 1) * sum_k w[r*ldw + k] * x[j*ldx + k],
-// r < NR, j < NX.
-template <class L, class E, int NR, int NX>
+// r < NR, j < NX. Prefetch: also pull in the next NR weight rows (decode).
+template <class L, class E, int NR, int NX, bool Prefetch = false>
 inline void dense_tile(const E* w, int64_t ldw, const float* x, int64_t ldx, int64_t K, float* y, int64_t ldy,
                        const float* rscale) {
   using T = typename V::T;
@@ -52,6 +52,10 @@ inline void dense_tile(const E* w, int64_t ldw, const float* x, int64_t ldx, int
     for (int r = 0; r < NR; ++r) acc[j][r] = V::zero();
   int64_t k = 0;
   for (; k + V::W <= K; k += V::W) {
+    if (Prefetch && (k * sizeof(E)) % 64 == 0) {  // next tile's rows, same offset (never faults)
+      QINFER_UNROLL
+      for (int r = 0; r < NR; ++r) _mm_prefetch(reinterpret_cast<const char*>(w + (r + NR) * ldw + k), _MM_HINT_T0);
+    }
     T wv[NR];
     QINFER_UNROLL
     for (int r = 0; r < NR; ++r) wv[r] = L::ld(w + r * ldw + k);
@@ -148,7 +152,7 @@ void dense_rows_typed(const DenseMatrix& W, const float* X, int64_t n, float* Y,
   int64_t r = r0;
   if (n == 1) {
     for (; r + V::NR1 <= r1; r += V::NR1)
-      dense_tile<L, E, V::NR1, 1>(w + r * K, K, X, K, K, Y + r, ldy, scales ? scales + r : nullptr);
+      dense_tile<L, E, V::NR1, 1, true>(w + r * K, K, X, K, K, Y + r, ldy, scales ? scales + r : nullptr);
   } else {
     for (; r + V::NR <= r1; r += V::NR)
       dense_rows_x<L, E, V::NR>(w + r * K, K, X, K, n, K, Y + r, ldy, scales ? scales + r : nullptr);
@@ -169,8 +173,23 @@ void dense_rows(const DenseMatrix& W, const float* X, int64_t n, float* Y, int64
 
 constexpr int kQ4Vecs = GptqMatrix::kBlock / V::W;  // fp32 vectors per 32-column block
 
+// Row r's scale storage (fp16 bits or fp32) and one group's scale from it.
+template <bool Half>
+inline const void* q4_scales(const GptqMatrix& W, int64_t r) {
+  if constexpr (Half) return W.row_scales_f16(r);
+  else return W.row_scales_f32(r);
+}
+template <bool Half>
+inline float q4_scale(const void* p, int64_t g) {
+  if constexpr (Half) return _cvtsh_ss(static_cast<const uint16_t*>(p)[g]);
+  else return static_cast<const float*>(p)[g];
+}
+
 // Rows [r, r+NR) against activation rows [0, NX) of X (packed column order).
-template <int NR, int NX>
+// Rows of an expert are short (1 KiB of codes), too short for the hardware
+// prefetcher to ramp up, so the next tile's codes and group parameters are
+// prefetched one tile ahead.
+template <bool Half, int NR, int NX>
 inline void q4_tile(const GptqMatrix& W, int64_t r, const float* x, int64_t ldx, float* y, int64_t ldy) {
   using T = typename V::T;
   constexpr int B = GptqMatrix::kBlock;
@@ -180,25 +199,41 @@ inline void q4_tile(const GptqMatrix& W, int64_t r, const float* x, int64_t ldx,
     QINFER_UNROLL
     for (int i = 0; i < NR; ++i) acc[j][i] = V::zero();
   const uint8_t* codes[NR];
-  const float* sc[NR];
-  const int32_t* zr[NR];
+  const void* sc[NR];
+  const uint8_t* zr[NR];
   QINFER_UNROLL
   for (int i = 0; i < NR; ++i) {
     codes[i] = W.row_codes(r + i);
-    sc[i] = W.row_scales(r + i);
+    sc[i] = q4_scales<Half>(W, r + i);
     zr[i] = W.row_zeros(r + i);
   }
   const int64_t groups = W.groups();
+  const int64_t ahead = r + 2 * NR <= W.rows() ? NR : 0;  // rows to prefetch ahead (0: last tile)
+  const int64_t code_ahead = ahead * (W.padded_cols() / 2);
+  const int64_t param_ahead = ahead * groups;
+  constexpr int64_t kScaleBytes = Half ? 2 : 4;
   for (int64_t g = 0; g < groups; ++g) {
-    typename V::T s[NR];
+    if (ahead && g % 32 == 0) {
+      QINFER_UNROLL
+      for (int i = 0; i < NR; ++i) {
+        _mm_prefetch(reinterpret_cast<const char*>(sc[i]) + (param_ahead + g) * kScaleBytes, _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(zr[i] + param_ahead + g), _MM_HINT_T0);
+      }
+    }
+    T s[NR];
     typename V::I z[NR];
     QINFER_UNROLL
     for (int i = 0; i < NR; ++i) {
-      s[i] = V::set1(sc[i][g]);
+      s[i] = V::set1(q4_scale<Half>(sc[i], g));
       z[i] = V::iset1(zr[i][g]);
     }
     const int64_t be = W.group_begin(g + 1);
     for (int64_t b = W.group_begin(g); b < be; b += B) {
+      if (ahead && (b & 127) == 0) {  // one prefetch per 64-byte line of codes
+        QINFER_UNROLL
+        for (int i = 0; i < NR; ++i)
+          _mm_prefetch(reinterpret_cast<const char*>(codes[i] + code_ahead + b / 2), _MM_HINT_T0);
+      }
       T wv[NR][kQ4Vecs];
       QINFER_UNROLL
       for (int i = 0; i < NR; ++i) V::q4_block(codes[i] + b / 2, z[i], s[i], wv[i]);
@@ -218,44 +253,54 @@ inline void q4_tile(const GptqMatrix& W, int64_t r, const float* x, int64_t ldx,
     for (int i = 0; i < NR; ++i) y[j * ldy + i] = V::reduce(acc[j][i]);
 }
 
-template <int NR>
+template <bool Half, int NR>
 inline void q4_rows_x(const GptqMatrix& W, int64_t r, const float* X, int64_t n, float* Y) {
   const int64_t ldx = W.padded_cols(), ldy = W.rows();
   for (int64_t j = 0; j < n; j += V::Q4NX) {
     const int64_t nx = std::min<int64_t>(V::Q4NX, n - j);
-    if (nx == 1) q4_tile<NR, 1>(W, r, X + j * ldx, ldx, Y + j * ldy + r, ldy);
+    if (nx == 1) q4_tile<Half, NR, 1>(W, r, X + j * ldx, ldx, Y + j * ldy + r, ldy);
     else if constexpr (V::Q4NX >= 2) {
-      if (nx == 2) q4_tile<NR, 2>(W, r, X + j * ldx, ldx, Y + j * ldy + r, ldy);
+      if (nx == 2) q4_tile<Half, NR, 2>(W, r, X + j * ldx, ldx, Y + j * ldy + r, ldy);
     }
   }
 }
 
-void gptq_rows(const GptqMatrix& W, const float* X, int64_t n, float* Y, int64_t r0, int64_t r1) {
+// Widens rows [r, r+count) to fp32 s * (q - z) in packed column order.
+template <bool Half>
+void q4_decode_rows(const GptqMatrix& W, int64_t r, int64_t count, float* dst, int64_t ld) {
+  constexpr int B = GptqMatrix::kBlock;
+  for (int64_t i = 0; i < count; ++i) {
+    const uint8_t* codes = W.row_codes(r + i);
+    const void* sc = q4_scales<Half>(W, r + i);
+    const uint8_t* zr = W.row_zeros(r + i);
+    float* d = dst + i * ld;
+    for (int64_t g = 0; g < W.groups(); ++g) {
+      const typename V::T s = V::set1(q4_scale<Half>(sc, g));
+      const typename V::I z = V::iset1(zr[g]);
+      for (int64_t b = W.group_begin(g); b < W.group_begin(g + 1); b += B) {
+        typename V::T wv[kQ4Vecs];
+        V::q4_block(codes + b / 2, z, s, wv);
+        QINFER_UNROLL
+        for (int v = 0; v < kQ4Vecs; ++v) V::store(d + b + v * V::W, wv[v]);
+      }
+    }
+  }
+}
+
+template <bool Half>
+void gptq_rows_t(const GptqMatrix& W, const float* X, int64_t n, float* Y, int64_t r0, int64_t r1) {
   const int64_t kp = W.padded_cols();
   if (n >= kPrefillMin) {
-    auto decode = [&](int64_t r, int64_t count, float* dst, int64_t ld) {
-      constexpr int B = GptqMatrix::kBlock;
-      for (int64_t i = 0; i < count; ++i) {
-        const uint8_t* codes = W.row_codes(r + i);
-        const float* sc = W.row_scales(r + i);
-        const int32_t* zr = W.row_zeros(r + i);
-        float* d = dst + i * ld;
-        for (int64_t g = 0; g < W.groups(); ++g) {
-          const typename V::T s = V::set1(sc[g]);
-          const typename V::I z = V::iset1(zr[g]);
-          for (int64_t b = W.group_begin(g); b < W.group_begin(g + 1); b += B) {
-            typename V::T wv[kQ4Vecs];
-            V::q4_block(codes + b / 2, z, s, wv);
-            QINFER_UNROLL
-            for (int v = 0; v < kQ4Vecs; ++v) V::store(d + b + v * V::W, wv[v]);
-          }
-        }
-      }
-    };
+    auto decode = [&](int64_t r, int64_t count, float* dst, int64_t ld) { q4_decode_rows<Half>(W, r, count, dst, ld); };
     prefill_rows(decode, kp, X, kp, n, Y, W.rows(), r0, r1);
     return;
   }
   int64_t r = r0;
-  for (; r + V::Q4NR <= r1; r += V::Q4NR) q4_rows_x<V::Q4NR>(W, r, X, n, Y);
-  for (; r < r1; ++r) q4_rows_x<1>(W, r, X, n, Y);
+  for (; r + V::Q4NR <= r1; r += V::Q4NR) q4_rows_x<Half, V::Q4NR>(W, r, X, n, Y);
+  for (; r < r1; ++r) q4_rows_x<Half, 1>(W, r, X, n, Y);
+}
+
+void gptq_rows(const GptqMatrix& W, const float* X, int64_t n, float* Y, int64_t r0, int64_t r1) {
+  if (W.half_scales()) gptq_rows_t<true>(W, X, n, Y, r0, r1);
+  else gptq_rows_t<false>(W, X, n, Y, r0, r1);
 }

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "kernels_test_util.h"
+#include "ops/kernel_table.h"
 #include "util/error.h"
 
 namespace qinfer::ops {
@@ -31,7 +32,9 @@ struct Canon {
   }
 };
 
-Canon make_canon(int64_t rows, int64_t cols, int gs, bool sym, GIdx gi, std::mt19937& rng) {
+// f16_scales: scales exactly representable in fp16 (as checkpoints store them),
+// which GptqMatrix keeps in 2 bytes; otherwise arbitrary fp32 scales.
+Canon make_canon(int64_t rows, int64_t cols, int gs, bool sym, GIdx gi, std::mt19937& rng, bool f16_scales = false) {
   Canon c{rows, cols, gs, {}, {}, {}, {}};
   const int64_t groups = (cols + gs - 1) / gs;
   std::uniform_int_distribution<int> code(0, 15);
@@ -40,6 +43,8 @@ Canon make_canon(int64_t rows, int64_t cols, int gs, bool sym, GIdx gi, std::mt1
   c.zero.resize(rows * groups);
   for (auto& z : c.zero) z = sym ? 8 : static_cast<uint8_t>(code(rng));
   c.scale = testing::random_floats(rng, rows * groups, 0.001f, 0.05f);
+  if (f16_scales)
+    for (auto& v : c.scale) v = detail::f16_to_f32(testing::f32_to_f16(v));
   if (gi == GIdx::Explicit) {
     c.g_idx.resize(cols);
     for (int64_t i = 0; i < cols; ++i) c.g_idx[i] = static_cast<int32_t>(i / gs);
@@ -81,8 +86,10 @@ TEST_P(GptqByPath, MatchesCanonicalDequantization) {
   for (const Config& cf : kConfigs)
     for (bool sym : {true, false})
       for (GIdx gi : {GIdx::None, GIdx::Explicit, GIdx::Permuted}) {
-        Canon c = make_canon(cf.rows, cf.cols, cf.gs, sym, gi, rng);
+        const bool f16 = (cf.rows + int(gi)) % 2 == 0;
+        Canon c = make_canon(cf.rows, cf.cols, cf.gs, sym, gi, rng, f16);
         auto m = gptq_pack(c.view());
+        ASSERT_EQ(m->half_scales(), f16);
         ASSERT_EQ(m->rows(), cf.rows);
         ASSERT_EQ(m->cols(), cf.cols);
         for (int64_t n : kNs) {
@@ -93,6 +100,7 @@ TEST_P(GptqByPath, MatchesCanonicalDequantization) {
           reference(c, x, n, ref, mag);
           expect_close(y, ref, mag, 2e-6,
                        qinfer::cat(GetParam(), " ", cf.rows, "x", cf.cols, " gs=", cf.gs, sym ? " sym" : " asym",
+                                   f16 ? " f16-scales" : " f32-scales",
                                    " g_idx=", int(gi), " n=", n));
         }
       }
@@ -106,7 +114,7 @@ TEST_P(GptqByPath, BatchMatchesSeparateProducts) {
   const int64_t ns[] = {1, 0, 3, 9, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};  // 20 experts: several chunks
   const int E = 20;
   for (int e = 0; e < E; ++e) {
-    cs.push_back(make_canon(40 + 7 * e, 256, 32, e % 2 == 0, e == 3 ? GIdx::Permuted : GIdx::None, rng));
+    cs.push_back(make_canon(40 + 7 * e, 256, 32, e % 2 == 0, e == 3 ? GIdx::Permuted : GIdx::None, rng, e % 3 != 0));
     ms.push_back(gptq_pack(cs.back().view()));
   }
   std::vector<std::vector<float>> xs(E), ys(E), want(E);
@@ -127,21 +135,23 @@ INSTANTIATE_TEST_SUITE_P(Paths, GptqByPath, ::testing::ValuesIn(available_paths(
 
 TEST(GptqKernels, SimdPathsMatchScalarTwin) {
   std::mt19937 rng(9);
-  Canon c = make_canon(272, 1024, 128, false, GIdx::Permuted, rng);  // big enough to use 2+ threads
-  auto m = gptq_pack(c.view());
-  for (int64_t n : {1, 3, 33}) {
-    auto x = testing::random_floats(rng, n * c.cols);
-    std::vector<float> want(n * c.rows);
-    {
-      PathGuard g("scalar");
-      matmul(*m, x.data(), n, want.data());
-    }
-    for (const auto& p : available_paths()) {
-      PathGuard g(p);
-      std::vector<float> y(n * c.rows);
-      matmul(*m, x.data(), n, y.data());
-      for (size_t i = 0; i < y.size(); ++i)
-        ASSERT_NEAR(y[i], want[i], 1e-4f * (1 + std::fabs(want[i]))) << p << " n=" << n << " " << i;
+  for (bool f16 : {false, true}) {
+    Canon c = make_canon(272, 1024, 128, false, GIdx::Permuted, rng, f16);  // big enough to use 2+ threads
+    auto m = gptq_pack(c.view());
+    for (int64_t n : {1, 3, 33}) {
+      auto x = testing::random_floats(rng, n * c.cols);
+      std::vector<float> want(n * c.rows);
+      {
+        PathGuard g("scalar");
+        matmul(*m, x.data(), n, want.data());
+      }
+      for (const auto& p : available_paths()) {
+        PathGuard g(p);
+        std::vector<float> y(n * c.rows);
+        matmul(*m, x.data(), n, y.data());
+        for (size_t i = 0; i < y.size(); ++i)
+          ASSERT_NEAR(y[i], want[i], 1e-4f * (1 + std::fabs(want[i]))) << p << " n=" << n << " " << i;
+      }
     }
   }
 }
@@ -153,7 +163,15 @@ TEST(GptqKernels, LayoutAndSize) {
   EXPECT_TRUE(m->identity_layout());
   EXPECT_EQ(m->padded_cols(), 256);
   EXPECT_EQ(m->groups(), 8);
-  EXPECT_EQ(m->bytes(), 4 * 128 + 4 * 8 * (4 + 4));
+  EXPECT_FALSE(m->half_scales());
+  EXPECT_EQ(m->bytes(), 4 * 128 + 4 * 8 * (4 + 1));  // codes, fp32 scales, zero bytes
+  Canon half = make_canon(4, 256, 32, true, GIdx::None, rng, true);
+  half.scale[0] = 3 * std::ldexp(1.0f, -20);  // an fp16 subnormal is still exact
+  auto mh = gptq_pack(half.view());
+  EXPECT_TRUE(mh->half_scales());
+  EXPECT_EQ(mh->bytes(), 4 * 128 + 4 * 8 * (2 + 1));
+  EXPECT_EQ(mh->scale(0, 0), half.scale[0]);
+  EXPECT_EQ(mh->scale(3, 7), half.scale[3 * 8 + 7]);
   Canon odd = make_canon(4, 72, 24, true, GIdx::None, rng);
   auto mo = gptq_pack(odd.view());
   EXPECT_FALSE(mo->identity_layout());
