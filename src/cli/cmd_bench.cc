@@ -1,9 +1,133 @@
-// qinfer bench — placeholder until its issue lands; it says so and fails.
+// qinfer bench --model DIR: prefill tokens/s (512 and 2048 tokens), decode
+// tokens/s at several context lengths, the bytes one decode token must read, the
+// machine's memory bandwidth (a triad and a read pass it runs itself), and
+// decode speed as a percentage of the bandwidth floor.
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <vector>
+
 #include "cli/commands.h"
+#include "model/model.h"
+#include "ops/bandwidth.h"
+#include "ops/kernels.h"
+#include "util/args.h"
 #include "util/error.h"
+#include "util/log.h"
+#include "util/thread_pool.h"
 
 namespace qinfer::cli {
 
-int cmd_bench(int, char**) { fail("'qinfer bench' is not implemented yet"); }
+namespace {
+
+// Bytes one decode token reads from memory: every dense weight once, top-k of the
+// routed experts per layer, the KV cache of the context, one embedding row.
+struct DecodeBytes {
+  double dense = 0, experts = 0, lm_head = 0;
+  double kv_per_token = 0;  // per context token
+  double total(int64_t context) const { return dense + experts + lm_head + kv_per_token * static_cast<double>(context); }
+};
+
+DecodeBytes decode_bytes(const TextConfig& t, bool gptq, int group_size, double dense_elem_bytes) {
+  DecodeBytes b;
+  const double H = t.hidden_size;
+  const double kd = 1.0 * t.linear_num_key_heads * t.linear_key_head_dim;
+  const double vd = 1.0 * t.linear_num_value_heads * t.linear_value_head_dim;
+  const double attn = (2.0 * t.num_attention_heads * t.head_dim + 2.0 * t.num_key_value_heads * t.head_dim) * H +
+                      H * t.num_attention_heads * t.head_dim;
+  const double gdn = (2 * kd + vd + vd + 2.0 * t.linear_num_value_heads) * H + H * vd;
+  const double moe_dense = (t.num_experts + 3.0 * t.shared_expert_intermediate_size + 1) * H;
+  const int nfull = t.num_full_layers(), nlin = t.num_hidden_layers - nfull;
+  b.dense = (nfull * attn + nlin * gdn + t.num_hidden_layers * moe_dense) * dense_elem_bytes;
+  const double expert_params = 3.0 * t.moe_intermediate_size * H;
+  const double expert_bytes = gptq ? expert_params * (0.5 + 2.0 / group_size) : expert_params * 2.0;
+  b.experts = t.num_hidden_layers * t.num_experts_per_tok * expert_bytes;
+  b.lm_head = static_cast<double>(t.vocab_size) * H * dense_elem_bytes + H * 2;
+  b.kv_per_token = 2.0 * nfull * t.num_key_value_heads * t.head_dim * sizeof(float);
+  return b;
+}
+
+// Puts `context` tokens of synthetic history into the caches without running
+// them, so decode can be timed at long context without a long prefill.
+void fake_context(SequenceState& s, int64_t context) {
+  for (int l = 0; l < s.shape().num_full_layers; ++l) {
+    KvCache& kv = s.kv(l);
+    kv.reserve(context);
+    for (int64_t p = 0; p < context; ++p) {
+      float* k = kv.k(p);
+      float* v = kv.v(p);
+      for (int64_t i = 0; i < kv.width(); ++i) k[i] = v[i] = 0.01f * static_cast<float>((p * 7 + i) % 13 - 6);
+    }
+  }
+  s.advance(context);
+}
+
+}  // namespace
+
+int cmd_bench(int argc, char** argv) {
+  Args a(argc, argv, {{"model", true}, {"threads", true}, {"dense", true}, {"prefill", true},
+                      {"contexts", true}, {"decode-tokens", true}, {"help", false}});
+  if (a.has("help")) {
+    std::fprintf(stderr,
+                 "usage: qinfer bench --model DIR [--threads N] [--dense bf16|int8] [--prefill 512,2048]\n"
+                 "                    [--contexts 0,4096,32768] [--decode-tokens 8]\n");
+    return 0;
+  }
+  LoadOptions lo;
+  lo.threads = static_cast<int>(a.get_int("threads", 0));
+  if (lo.threads > 0) ThreadPool::set_global_threads(lo.threads);
+  std::string dense = a.get_or("dense", "bf16");
+  if (dense != "bf16" && dense != "int8") fail("--dense must be bf16 or int8, got '", dense, "'");
+  lo.dense_int8 = dense == "int8";
+  std::vector<int> prefills = parse_int_list(a.get_or("prefill", "512,2048"), "--prefill");
+  std::vector<int> contexts = parse_int_list(a.get_or("contexts", "0,4096,32768"), "--contexts");
+  const int decode_tokens = static_cast<int>(a.get_int("decode-tokens", 8));
+  if (decode_tokens <= 0) fail("--decode-tokens must be positive");
+
+  log_info("measuring memory bandwidth ...");
+  ops::Bandwidth bw = ops::measure_bandwidth();
+  auto model = Model::load(a.get("model"), lo);
+  const TextConfig& t = model->config().text;
+  const auto& q = model->config().quant;
+  DecodeBytes db = decode_bytes(t, q.enabled, q.enabled ? q.group_size : 32, lo.dense_int8 ? 1.0 : 2.0);
+  std::mt19937 rng(1);
+  std::uniform_int_distribution<int> tok(0, t.vocab_size - 1);
+  std::vector<float> logits(static_cast<size_t>(t.vocab_size));
+
+  std::printf("machine      %d threads, kernels %s\n", ThreadPool::global().size(), ops::kernel_path());
+  std::printf("bandwidth    triad %.1f GB/s, read %.1f GB/s\n", bw.triad_gbs, bw.read_gbs);
+  std::printf("model        %s: %d layers, weights %.2f GB resident (dense %s)\n", a.get("model").c_str(),
+              t.num_hidden_layers, model->weight_bytes() / 1e9, dense.c_str());
+  std::printf("bytes/token  %.3f GB at context 0 (dense %.3f, experts %.3f, lm_head %.3f), +%.1f KB per context token\n",
+              db.total(0) / 1e9, db.dense / 1e9, db.experts / 1e9, db.lm_head / 1e9, db.kv_per_token / 1e3);
+
+  for (int n : prefills) {
+    if (n <= 0 || n > model->max_context()) fail("--prefill ", n, " is outside 1..", model->max_context());
+    std::vector<int> ids(static_cast<size_t>(n));
+    for (int& id : ids) id = tok(rng);
+    auto s = model->new_sequence();
+    double t0 = now_seconds();
+    model->forward({{s.get(), ids.data(), n, logits.data(), false}});
+    double dt = now_seconds() - t0;
+    std::printf("prefill      %5d tokens: %8.1f tokens/s (%.2f s)\n", n, n / dt, dt);
+  }
+  for (int ctx : contexts) {
+    if (ctx < 0 || ctx + decode_tokens + 1 > model->max_context()) fail("--contexts ", ctx, " is outside the model's context");
+    auto s = model->new_sequence();
+    fake_context(*s, ctx);
+    int id = tok(rng);
+    model->forward({{s.get(), &id, 1, logits.data(), false}});  // warm-up step
+    double t0 = now_seconds();
+    for (int i = 0; i < decode_tokens; ++i) {
+      id = tok(rng);
+      model->forward({{s.get(), &id, 1, logits.data(), false}});
+    }
+    double per_token = (now_seconds() - t0) / decode_tokens;
+    double floor_s = db.total(ctx) / (bw.read_gbs * 1e9);
+    std::printf("decode  ctx %6d: %7.2f tokens/s, %6.1f ms/token, floor %6.1f ms/token -> %5.1f%% of the bandwidth floor\n",
+                ctx, 1.0 / per_token, per_token * 1e3, floor_s * 1e3, 100.0 * floor_s / per_token);
+  }
+  return 0;
+}
 
 }  // namespace qinfer::cli
