@@ -64,7 +64,7 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
   bool ints = int_like(a) && int_like(b);
   int64_t r = 0;
   if (op == "+") {
-    if (ints) return int_result(__builtin_add_overflow(a.as_int(), b.as_int(), &r), r);
+    if (ints) { bool of = __builtin_add_overflow(a.as_int(), b.as_int(), &r); return int_result(of, r); }
     if (nums) return Value(a.as_double() + b.as_double());
     if (a.is_string() && b.is_string()) return Value(a.str() + b.str());
     if (a.is_list() && b.is_list()) {
@@ -75,12 +75,12 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
     unsupported(op, a, b);
   }
   if (op == "-") {
-    if (ints) return int_result(__builtin_sub_overflow(a.as_int(), b.as_int(), &r), r);
+    if (ints) { bool of = __builtin_sub_overflow(a.as_int(), b.as_int(), &r); return int_result(of, r); }
     if (nums) return Value(a.as_double() - b.as_double());
     unsupported(op, a, b);
   }
   if (op == "*") {
-    if (ints) return int_result(__builtin_mul_overflow(a.as_int(), b.as_int(), &r), r);
+    if (ints) { bool of = __builtin_mul_overflow(a.as_int(), b.as_int(), &r); return int_result(of, r); }
     if (nums) return Value(a.as_double() * b.as_double());
     if ((a.is_string() || a.is_list()) && int_like(b)) return repeat(a, b.as_int());
     if ((b.is_string() || b.is_list()) && int_like(a)) return repeat(b, a.as_int());
