@@ -116,11 +116,9 @@ void Sampler::apply_top_p(float mx) {
   cand_.erase(keep, cand_.end());
 }
 
-int32_t Sampler::sample_random(const float* x) {
+int32_t Sampler::sample_random(const float* x, float mx) {
   const size_t V = size_t(vocab_);
   const float inv_t = 1.0f / params_.temperature;
-  float mx = kNegInf;
-  for (size_t i = 0; i < V; ++i) mx = std::max(mx, x[i]);
 
   // min_p: p_i >= min_p * p_max  <=>  x_i >= mx + T * log(min_p).
   float thr = kNegInf;
@@ -167,11 +165,17 @@ SampleResult Sampler::sample(std::span<const float> logits) {
   if (logits.size() < V)
     fail("sampler: logits row has ", logits.size(), " entries, expected at least ", vocab_);
   const float* raw = logits.data();
+  // One pass: NaN check, maximum, first index of the maximum.
   float raw_max = kNegInf;
+  bool nan = false;
   for (size_t i = 0; i < V; ++i) {
     const float v = raw[i];
-    if (std::isnan(v)) fail("sampler: logit of token ", i, " is NaN");
-    if (v > raw_max) raw_max = v;
+    nan |= v != v;
+    raw_max = v > raw_max ? v : raw_max;
+  }
+  if (nan) {
+    for (size_t i = 0; i < V; ++i)
+      if (std::isnan(raw[i])) fail("sampler: logit of token ", i, " is NaN");
   }
   if (raw_max == kNegInf) fail("sampler: every logit is -inf");
   if (std::isinf(raw_max)) fail("sampler: a logit is +inf");
@@ -185,33 +189,36 @@ SampleResult Sampler::sample(std::span<const float> logits) {
 
   SampleResult res;
   if (params_.greedy()) {
-    res.token = int32_t(std::max_element(x, x + V) - x);  // first maximum: lowest id on ties
+    if (x == raw) {
+      res.token = int32_t(std::find(raw, raw + V, raw_max) - raw);  // lowest id on ties
+    } else {
+      res.token = int32_t(std::max_element(x, x + V) - x);
+    }
   } else {
-    res.token = sample_random(x);
+    res.token = sample_random(x, x == raw ? raw_max : *std::max_element(x, x + V));
   }
 
   if (params_.top_logprobs >= 0) {
     double sum = 0.0;
-    for (size_t i = 0; i < V; ++i) sum += std::exp(double(raw[i] - raw_max));
+    for (size_t i = 0; i < V; ++i) sum += std::exp(raw[i] - raw_max);
     const double lse = double(raw_max) + std::log(sum);
     const float chosen = raw[res.token];
     res.logprob = float(double(chosen) - lse);
-    int32_t greater = 0;
-    for (size_t i = 0; i < V; ++i) greater += raw[i] > chosen;
-    res.rank = greater + 1;
     const size_t n = size_t(params_.top_logprobs);
-    if (n > 0) {
-      // Keep the n best (logit, id) pairs in order; most rows reject at the first compare.
-      std::vector<std::pair<float, int32_t>> best;
-      best.reserve(n + 1);
-      for (size_t i = 0; i < V; ++i) {
-        const std::pair<float, int32_t> c{raw[i], int32_t(i)};
-        if (best.size() == n && !before(c, best.back())) continue;
-        best.insert(std::upper_bound(best.begin(), best.end(), c, before), c);
-        if (best.size() > n) best.pop_back();
-      }
-      for (const auto& [v, id] : best) res.top.push_back({id, float(double(v) - lse)});
+    // Rank and the n best (logit, id) pairs in order; most entries fail the first compare.
+    std::vector<std::pair<float, int32_t>> best;
+    best.reserve(n + 1);
+    int32_t greater = 0;
+    for (size_t i = 0; i < V; ++i) {
+      greater += raw[i] > chosen;
+      if (n == 0) continue;
+      const std::pair<float, int32_t> c{raw[i], int32_t(i)};
+      if (best.size() == n && !before(c, best.back())) continue;
+      best.insert(std::upper_bound(best.begin(), best.end(), c, before), c);
+      if (best.size() > n) best.pop_back();
     }
+    res.rank = greater + 1;
+    for (const auto& [v, id] : best) res.top.push_back({id, float(double(v) - lse)});
   }
   record(res.token);
   return res;

@@ -50,7 +50,7 @@ class Sampler {
  private:
   bool needs_work_copy() const;
   void apply_bias_and_penalties();
-  int32_t sample_random(const float* x);
+  int32_t sample_random(const float* x, float max_logit);
   void apply_top_p(float mx);
   double uniform01();
 
