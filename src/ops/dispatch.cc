@@ -65,20 +65,29 @@ constexpr double kMinChunkWork = 256e3;    // ~bytes (+ flops / 2) per thread ch
 
 thread_local bool t_in_kernel = false;
 
-// Runs fn(row_begin, row_end) over [0, rows) in 16-row aligned contiguous chunks,
-// one per thread, or inline when small or already inside a kernel.
+// Runs fn(row_begin, row_end) over [0, rows) in 16-row aligned contiguous
+// pieces, inline when the work is small or already inside a kernel. Threads take
+// pieces from a shared counter (about 8 per thread), so a thread that is slowed
+// down (other processes on the cores) does not hold up the rest.
 template <typename Fn>
 void for_rows(int64_t rows, double work_per_row, const Fn& fn) {
   const int64_t blocks = (rows + kRowBlock - 1) / kRowBlock;
   const double block_work = std::max(1.0, work_per_row * kRowBlock);
   const int64_t grain = std::max<int64_t>(1, static_cast<int64_t>(kMinChunkWork / block_work));
-  if (t_in_kernel || blocks <= grain) {
+  const int64_t threads = std::min<int64_t>(ThreadPool::global().size(), blocks / grain);
+  if (t_in_kernel || threads <= 1) {
     fn(0, rows);
     return;
   }
-  parallel_for(blocks, grain, [&](int64_t b, int64_t e, int) {
+  const int64_t piece = std::max((grain + 3) / 4, blocks / (threads * 8));
+  std::atomic<int64_t> next{0};
+  parallel_for(threads, 1, [&](int64_t, int64_t, int) {
     t_in_kernel = true;
-    fn(b * kRowBlock, std::min(rows, e * kRowBlock));
+    for (;;) {
+      const int64_t b = next.fetch_add(piece, std::memory_order_relaxed);
+      if (b >= blocks) break;
+      fn(b * kRowBlock, std::min(rows, (b + piece) * kRowBlock));
+    }
     t_in_kernel = false;
   });
 }
