@@ -58,6 +58,17 @@ StateShape state_shape(const TextConfig& tc, bool mtp) {
 }
 
 
+// Token ids inside the vocabulary and positions below max_position_embeddings.
+void check_tokens(const char* what, size_t step, const int* tokens, int64_t n, int64_t pos0, int64_t vocab,
+                  int64_t max_pos) {
+  for (int64_t t = 0; t < n; ++t) {
+    if (tokens[t] < 0 || tokens[t] >= vocab)
+      fail(what, ": token id ", tokens[t], " (step ", step, ", token ", t, ") is outside the vocabulary 0..", vocab - 1);
+    if (pos0 + t >= max_pos)
+      fail(what, ": position ", pos0 + t, " (step ", step, ", token ", t, ") is past max_position_embeddings ", max_pos);
+  }
+}
+
 // Final norm and lm_head: all rows of all_logits steps straight into their
 // buffers; the last rows of the other steps batched together in one product.
 struct Out {
@@ -129,13 +140,7 @@ void Model::forward(const std::vector<Step>& steps, ForwardTrace* trace) {
     if (!(st.state->shape() == shape))
       fail("forward: step ", s, " has a sequence state made by a different model");
     const int64_t pos0 = st.state->n_tokens();
-    for (int64_t t = 0; t < st.n_tokens; ++t) {
-      const int id = st.tokens[t];
-      if (id < 0 || id >= V) fail("forward: token id ", id, " (step ", s, ", token ", t, ") is outside the vocabulary 0..", V - 1);
-      if (pos0 + t >= max_context())
-        fail("forward: position ", pos0 + t, " (step ", s, ", token ", t, ") is past max_position_embeddings ",
-             max_context());
-    }
+    check_tokens("forward", s, st.tokens, st.n_tokens, pos0, V, max_context());
     spans.push_back({st.state, N, st.n_tokens, pos0});
     outs.push_back({st.logits, st.all_logits, st.hidden});
     N += st.n_tokens;
@@ -181,12 +186,7 @@ void Model::forward_mtp(const std::vector<MtpStep>& steps) {
     if (!st.next_tokens || !st.hidden || st.n < 1 || !st.logits) fail("forward_mtp: step ", s, " is missing tokens, hidden states or logits");
     if (!seen.insert(st.state).second) fail("forward_mtp: step ", s, " reuses a sequence state");
     const int64_t pos0 = st.state->mtp_tokens();
-    for (int64_t t = 0; t < st.n; ++t) {
-      if (st.next_tokens[t] < 0 || st.next_tokens[t] >= V)
-        fail("forward_mtp: token id ", st.next_tokens[t], " (step ", s, ", row ", t, ") is outside the vocabulary");
-      if (pos0 + t >= max_context())
-        fail("forward_mtp: position ", pos0 + t, " (step ", s, ", row ", t, ") is past max_position_embeddings ", max_context());
-    }
+    check_tokens("forward_mtp", s, st.next_tokens, st.n, pos0, V, max_context());
     spans.push_back({st.state, N, st.n, pos0});
     outs.push_back({st.logits, st.all_logits, st.out_hidden});
     N += st.n;

@@ -36,6 +36,14 @@ inline std::string short_name(const std::string& dir) {
   return p.parent_path().filename().string() + "/" + p.filename().string();
 }
 
+// gtest parameter name of a fixture folder ("qwen35moe_tiny_s1_bf16").
+inline std::string fixture_test_name(const std::string& dir) {
+  std::string n = short_name(dir);
+  for (char& c : n)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return n;
+}
+
 class Golden {
  public:
   explicit Golden(const std::string& dir) : file_(dir + "/golden.safetensors") {

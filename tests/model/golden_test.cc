@@ -97,12 +97,7 @@ TEST_P(GoldenTest, GreedyContinuationAndDecodeLogits) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenTest, ::testing::ValuesIn(fixture_dirs()),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string n = short_name(info.param);
-                           for (char& c : n)
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+                         [](const ::testing::TestParamInfo<std::string>& i) { return fixture_test_name(i.param); });
 
 TEST(GoldenFixtures, Present) { EXPECT_GE(fixture_dirs().size(), 4u) << fixtures_dir(); }
 

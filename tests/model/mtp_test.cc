@@ -67,12 +67,7 @@ TEST_P(MtpGolden, DraftLogits) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, MtpGolden, ::testing::ValuesIn(fixture_dirs()),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string n = short_name(info.param);
-                           for (char& c : n)
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+                         [](const ::testing::TestParamInfo<std::string>& i) { return fixture_test_name(i.param); });
 
 TEST(Mtp, NeedsTheHead) {
   Model& m = cached_model(fixtures_dir() + "/qwen35moe-tiny-s1/bf16");
