@@ -14,7 +14,9 @@ using testing::available_paths;
 using testing::expect_close;
 using testing::PathGuard;
 
-enum class GIdx { None, Explicit, Permuted };
+// Permuted: desc_act (each group has group_size columns); Random: any group per
+// column, so groups have uneven (even zero) sizes.
+enum class GIdx { None, Explicit, Permuted, Random };
 
 struct Canon {
   int64_t rows, cols;
@@ -54,6 +56,10 @@ Canon make_canon(int64_t rows, int64_t cols, int gs, bool sym, GIdx gi, std::mt1
     std::shuffle(perm.begin(), perm.end(), rng);
     c.g_idx.resize(cols);
     for (int64_t i = 0; i < cols; ++i) c.g_idx[i] = perm[i] / gs;
+  } else if (gi == GIdx::Random) {
+    std::uniform_int_distribution<int32_t> g(0, static_cast<int32_t>(groups - 1));
+    c.g_idx.resize(cols);
+    for (auto& v : c.g_idx) v = g(rng);
   }
   return c;
 }
@@ -85,7 +91,7 @@ TEST_P(GptqByPath, MatchesCanonicalDequantization) {
   std::mt19937 rng(11);
   for (const Config& cf : kConfigs)
     for (bool sym : {true, false})
-      for (GIdx gi : {GIdx::None, GIdx::Explicit, GIdx::Permuted}) {
+      for (GIdx gi : {GIdx::None, GIdx::Explicit, GIdx::Permuted, GIdx::Random}) {
         const bool f16 = (cf.rows + int(gi)) % 2 == 0;
         Canon c = make_canon(cf.rows, cf.cols, cf.gs, sym, gi, rng, f16);
         auto m = gptq_pack(c.view());
