@@ -1,7 +1,9 @@
 // Matrix kernels for inference: dense (F32/BF16/F16/Q8) and GPTQ int4 weights
 // times fp32 activations, with runtime CPU dispatch (AVX-512, AVX2, scalar).
-// Every entry point splits output rows across the global thread pool
-// (qinfer::parallel_for); do not call them from inside a parallel_for body.
+// Every entry point (dense_to_q8 included) splits output rows across the global
+// thread pool (qinfer::parallel_for); do not call them from inside a
+// parallel_for body (the pool is not reentrant). X and Y must not overlap.
+// gptq_pack is single-threaded and thread-safe: call it from parallel loaders.
 #pragma once
 #include <cstddef>
 #include <cstdint>
