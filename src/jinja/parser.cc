@@ -87,6 +87,7 @@ class Parser {
   }
 
   Body subparse(const std::vector<const char*>& ends) {
+    DepthGuard guard(*this);
     Body body;
     while (cur().type != Tok::Eof) {
       const Token& t = cur();
@@ -345,7 +346,18 @@ class Parser {
 
   ExprPtr parse_expression(bool with_condexpr) { return with_condexpr ? parse_condexpr() : parse_or(); }
 
+  // Bounds recursion so hostile nesting is a syntax error, not a stack overflow.
+  struct DepthGuard {
+    Parser& p;
+    explicit DepthGuard(Parser& parser) : p(parser) {
+      if (++p.depth_ > kMaxNesting) p.fail("expression or block nesting too deep");
+    }
+    ~DepthGuard() { --p.depth_; }
+  };
+  static constexpr int kMaxNesting = 300;
+
   ExprPtr parse_condexpr() {
+    DepthGuard guard(*this);
     int line = cur().line;
     ExprPtr expr1 = parse_or();
     while (skip_name("if")) {
@@ -388,6 +400,7 @@ class Parser {
   }
 
   ExprPtr parse_not() {
+    DepthGuard guard(*this);
     if (is_name("not")) {
       auto e = make(ExprKind::Not, next().line);
       e->a = parse_not();
@@ -467,6 +480,7 @@ class Parser {
   }
 
   ExprPtr parse_unary(bool with_filter) {
+    DepthGuard guard(*this);
     int line = cur().line;
     ExprPtr node;
     if (is_op("-") || is_op("+")) {
@@ -706,6 +720,7 @@ class Parser {
   std::vector<std::string> tag_stack_;
   std::vector<Stmt*> macro_stack_;
   int loop_depth_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace

@@ -103,3 +103,19 @@ TEST(TemplateErrors, SandboxRefusesMutation) {
   e = render_error("{{ range(1000000)|length }}");
   EXPECT_NE(e.detail().find("Range too big"), std::string::npos);
 }
+
+TEST(TemplateErrors, DeepNestingIsASyntaxErrorNotACrash) {
+  std::string deep = "{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}";
+  TemplateError e = render_error(deep);
+  EXPECT_EQ(e.kind(), TemplateError::Kind::Syntax);
+  std::string ifs;
+  for (int i = 0; i < 2000; ++i) ifs += "{% if true %}";
+  e = render_error(ifs);
+  EXPECT_EQ(e.kind(), TemplateError::Kind::Syntax);
+  std::string nots = "{{ " ;
+  for (int i = 0; i < 5000; ++i) nots += "not ";
+  e = render_error(nots + "1 }}");
+  EXPECT_EQ(e.kind(), TemplateError::Kind::Syntax);
+  // Moderate nesting still works.
+  EXPECT_EQ(Template::parse("{{ " + std::string(30, '(') + "1" + std::string(30, ')') + " }}", "t").render(Json::object()), "1");
+}
