@@ -4,9 +4,14 @@
 
 #include "chat/reasoning_parser.h"
 #include "chat/tool_parser.h"
+#include "tool_test_util.h"
 
 namespace qinfer::chat {
 namespace {
+
+using testing::call;
+using testing::counter_ids;
+using testing::param;
 
 const char* kToolsJson = R"([
   {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {
@@ -16,11 +21,6 @@ const char* kToolsJson = R"([
 ])";
 
 ToolSchemas tools() { return ToolSchemas(nlohmann::json::parse(kToolsJson)); }
-
-ToolCallIdGenerator counter_ids() {
-  auto n = std::make_shared<int>(0);
-  return [n] { return "id" + std::to_string((*n)++); };
-}
 
 // Everything a stream emitted, assembled per call index.
 struct Streamed {
@@ -60,13 +60,6 @@ Streamed run(std::string_view text, const std::vector<size_t>& cuts) {
   absorb(s, st.push(text.substr(prev)));
   absorb(s, st.finish());
   return s;
-}
-
-std::string call(std::string_view fn, std::string_view params) {
-  return "<tool_call>\n<function=" + std::string(fn) + ">\n" + std::string(params) + "</function>\n</tool_call>";
-}
-std::string param(std::string_view name, std::string_view value) {
-  return "<parameter=" + std::string(name) + ">\n" + std::string(value) + "\n</parameter>\n";
 }
 
 // Cases where the stream must agree with the non-streaming parser on calls and on the

@@ -1,4 +1,5 @@
 #include "chat/tool_parser.h"
+#include "tool_test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -6,6 +7,10 @@
 
 namespace qinfer::chat {
 namespace {
+
+using testing::call;
+using testing::counter_ids;
+using testing::param;
 
 const char* kToolsJson = R"([
   {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {
@@ -21,19 +26,7 @@ const char* kToolsJson = R"([
 
 ToolSchemas tools() { return ToolSchemas(nlohmann::json::parse(kToolsJson)); }
 
-ToolCallIdGenerator counter_ids() {
-  auto n = std::make_shared<int>(0);
-  return [n] { return "id" + std::to_string((*n)++); };
-}
-
 ToolParseResult parse(std::string_view text) { return parse_tool_calls(text, tools(), counter_ids()); }
-
-std::string call(std::string_view fn, std::string_view params) {
-  return "<tool_call>\n<function=" + std::string(fn) + ">\n" + std::string(params) + "</function>\n</tool_call>";
-}
-std::string param(std::string_view name, std::string_view value) {
-  return "<parameter=" + std::string(name) + ">\n" + std::string(value) + "\n</parameter>\n";
-}
 
 // Arguments JSON for a single get_weather parameter value.
 std::string convert(std::string_view name, std::string_view value) {
