@@ -1,8 +1,11 @@
 #include "tokenizer/json_stream.h"
 
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 
+#include "tokenizer/utf8.h"
 #include "util/error.h"
 
 namespace qinfer::tok {
@@ -10,160 +13,268 @@ namespace {
 
 using json = nlohmann::json;
 
-class Handler : public nlohmann::json_sax<json> {
- public:
-  explicit Handler(TokenizerJson& out) : out_(out) {}
-  std::string error;  // set when a callback rejects the input
+constexpr int kMaxDepth = 256;
 
-  bool null() override { return value(json()); }
-  bool boolean(bool v) override { return value(json(v)); }
-  bool number_integer(number_integer_t v) override { return number(v, json(v)); }
-  bool number_unsigned(number_unsigned_t v) override {
-    return number(v > uint64_t(INT64_MAX) ? -1 : static_cast<int64_t>(v), json(v));
-  }
-  bool number_float(number_float_t v, const string_t&) override { return value(json(v)); }
-  bool binary(binary_t&) override { return reject("binary values are not JSON"); }
-  bool string(string_t& s) override {
-    if (mode_ == kMerges) {
-      if (depth_ == 1) {
-        const size_t sp = s.find(' ');
-        if (sp == std::string::npos || sp == 0 || sp + 1 >= s.size() || s.find(' ', sp + 1) != std::string::npos)
-          return reject("field model.merges[" + std::to_string(out_.merges.size()) + "]: \"" + s + "\" is not \"left right\"");
-        out_.merges.emplace_back(s.substr(0, sp), s.substr(sp + 1));
-        return true;
-      }
-      if (depth_ == 2 && pair_.size() < 2) {
-        pair_.push_back(std::move(s));
-        return true;
-      }
-      return bad_merge();
-    }
-    if (mode_ == kVocab) return bad_vocab();
-    return value(json(std::move(s)));
-  }
-  bool key(string_t& k) override {
-    if (mode_ == kVocab) {
-      vocab_key_ = std::move(k);
-      return true;
-    }
-    if (mode_ == kMerges) return bad_merge();
-    key_ = std::move(k);
-    return true;
-  }
-  bool start_object(std::size_t) override {
-    if (mode_ == kVocab) return bad_vocab();
-    if (mode_ == kMerges) return bad_merge();
-    if (at_model_field("vocab")) {
-      out_.vocab_streamed = true;
-      mode_ = kVocab;
-      depth_ = 1;
-      return value(json());
-    }
-    return open(json::object());
-  }
-  bool end_object() override {
-    if (mode_ == kVocab) {
-      mode_ = kDom;
-      return true;
-    }
-    stack_.pop_back();
-    return true;
-  }
-  bool start_array(std::size_t) override {
-    if (mode_ == kVocab) return bad_vocab();
-    if (mode_ == kMerges) {
-      if (depth_ != 1) return bad_merge();
-      depth_ = 2;
-      pair_.clear();
-      return true;
-    }
-    if (at_model_field("merges")) {
-      out_.merges_streamed = true;
-      mode_ = kMerges;
-      depth_ = 1;
-      return value(json());
-    }
-    return open(json::array());
-  }
-  bool end_array() override {
-    if (mode_ == kMerges) {
-      if (depth_ == 2) {
-        if (pair_.size() != 2) return bad_merge();
-        out_.merges.emplace_back(std::move(pair_[0]), std::move(pair_[1]));
-        depth_ = 1;
-      } else {
-        mode_ = kDom;
-      }
-      return true;
-    }
-    stack_.pop_back();
-    return true;
-  }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
-    if (error.empty()) error = std::string("malformed JSON: ") + e.what();
-    return false;
+class Parser {
+ public:
+  Parser(std::string_view text, const std::string& path, TokenizerJson& out)
+      : begin_(text.data()), p_(text.data()), end_(text.data() + text.size()), path_(path), out_(out) {}
+
+  void parse() {
+    ws();
+    out_.doc = value(0, kRoot);
+    ws();
+    if (p_ != end_) syntax("unexpected data after the top-level value");
   }
 
  private:
-  enum Mode { kDom, kVocab, kMerges };
-  struct Frame {
-    json* node;
-    std::string name;  // key under which the node sits in its parent ("" for the root / array items)
-  };
+  enum Where { kRoot, kModel, kOther };
 
-  bool reject(std::string msg) {
-    error = std::move(msg);
-    return false;
+  [[noreturn]] void syntax(const std::string& what) const {
+    fail(path_, ": malformed JSON at byte ", static_cast<size_t>(p_ - begin_), ": ", what);
   }
-  bool bad_vocab() { return reject("field model.vocab[\"" + vocab_key_ + "\"] is not a valid token id"); }
-  bool bad_merge() {
-    return reject("field model.merges[" + std::to_string(out_.merges.size()) + "] is neither \"left right\" nor [\"left\", \"right\"]");
+  [[noreturn]] void field(const std::string& what) const { fail(path_, ": field ", what); }
+
+  void ws() {
+    while (p_ < end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
   }
-  bool number(int64_t id, json v) {
-    if (mode_ == kVocab) {
-      if (id < 0 || id > 100000000) return bad_vocab();
-      out_.vocab.emplace_back(std::move(vocab_key_), id);
+  char peek() {
+    if (p_ >= end_) syntax("unexpected end of input");
+    return *p_;
+  }
+  void expect(char c) {
+    if (peek() != c) syntax(std::string("expected '") + c + "'");
+    ++p_;
+  }
+  // After an element: true if another follows (a comma was eaten), false at `close`.
+  bool next(char close) {
+    ws();
+    if (peek() == ',') {
+      ++p_;
+      ws();
       return true;
     }
-    if (mode_ == kMerges) return bad_merge();
-    return value(std::move(v));
-  }
-  // The next value is the field `name` of the top-level "model" object.
-  bool at_model_field(const char* name) const {
-    return stack_.size() == 2 && stack_[1].name == "model" && stack_[1].node->is_object() && key_ == name;
-  }
-  json* insert(json v) {
-    if (stack_.empty()) {
-      out_.doc = std::move(v);
-      return &out_.doc;
-    }
-    json& top = *stack_.back().node;
-    if (top.is_array()) {
-      top.push_back(std::move(v));
-      return &top.back();
-    }
-    json& slot = top[key_];
-    slot = std::move(v);
-    return &slot;
-  }
-  bool value(json v) {
-    insert(std::move(v));
-    return true;
-  }
-  bool open(json v) {
-    const bool in_object = !stack_.empty() && stack_.back().node->is_object();
-    std::string name = in_object ? key_ : std::string();
-    json* node = insert(std::move(v));
-    stack_.push_back({node, std::move(name)});
-    return true;
+    expect(close);
+    return false;
   }
 
+  json value(int depth, Where where) {
+    if (depth > kMaxDepth) syntax("nesting too deep");
+    switch (peek()) {
+      case '{': return object(depth, where);
+      case '[': return array(depth);
+      case '"': return json(string());
+      case 't': return literal("true", json(true));
+      case 'f': return literal("false", json(false));
+      case 'n': return literal("null", json());
+      default: return number();
+    }
+  }
+
+  json literal(const char* word, json v) {
+    const size_t n = std::strlen(word);
+    if (static_cast<size_t>(end_ - p_) < n || std::memcmp(p_, word, n) != 0) syntax("invalid literal");
+    p_ += n;
+    return v;
+  }
+
+  json object(int depth, Where where) {
+    expect('{');
+    json obj = json::object();
+    ws();
+    if (peek() == '}') {
+      ++p_;
+      return obj;
+    }
+    do {
+      if (peek() != '"') syntax("expected a string key");
+      std::string key = string();
+      ws();
+      expect(':');
+      ws();
+      if (where == kModel && key == "vocab" && peek() == '{') {
+        stream_vocab();
+        out_.vocab_streamed = true;
+        obj[key] = nullptr;
+      } else if (where == kModel && key == "merges" && peek() == '[') {
+        stream_merges();
+        out_.merges_streamed = true;
+        obj[key] = nullptr;
+      } else {
+        obj[key] = value(depth + 1, where == kRoot && key == "model" ? kModel : kOther);
+      }
+    } while (next('}'));
+    return obj;
+  }
+
+  json array(int depth) {
+    expect('[');
+    json arr = json::array();
+    ws();
+    if (peek() == ']') {
+      ++p_;
+      return arr;
+    }
+    do arr.push_back(value(depth + 1, kOther));
+    while (next(']'));
+    return arr;
+  }
+
+  json number() {
+    const char* start = p_;
+    if (p_ < end_ && *p_ == '-') ++p_;
+    const auto digits = [&] {
+      const char* d = p_;
+      while (p_ < end_ && *p_ >= '0' && *p_ <= '9') ++p_;
+      return p_ - d;
+    };
+    const char* int_start = p_;
+    if (digits() == 0) syntax("invalid value");
+    if (*int_start == '0' && p_ - int_start > 1) syntax("leading zero in a number");
+    bool is_float = false;
+    if (p_ < end_ && *p_ == '.') {
+      ++p_;
+      if (digits() == 0) syntax("invalid number");
+      is_float = true;
+    }
+    if (p_ < end_ && (*p_ == 'e' || *p_ == 'E')) {
+      ++p_;
+      if (p_ < end_ && (*p_ == '+' || *p_ == '-')) ++p_;
+      if (digits() == 0) syntax("invalid number");
+      is_float = true;
+    }
+    const std::string s(start, p_);
+    if (!is_float) {
+      errno = 0;
+      if (s[0] == '-') {
+        const long long v = std::strtoll(s.c_str(), nullptr, 10);
+        if (errno == 0) return json(static_cast<int64_t>(v));
+      } else {
+        const unsigned long long v = std::strtoull(s.c_str(), nullptr, 10);
+        if (errno == 0) return json(static_cast<uint64_t>(v));
+      }
+    }
+    return json(std::strtod(s.c_str(), nullptr));
+  }
+
+  unsigned hex4() {
+    if (end_ - p_ < 4) syntax("truncated \\u escape");
+    unsigned v = 0;
+    for (int i = 0; i < 4; ++i) {
+      const char c = *p_++;
+      v <<= 4;
+      if (c >= '0' && c <= '9') v |= c - '0';
+      else if (c >= 'a' && c <= 'f') v |= c - 'a' + 10;
+      else if (c >= 'A' && c <= 'F') v |= c - 'A' + 10;
+      else syntax("invalid \\u escape");
+    }
+    return v;
+  }
+
+  std::string string() {
+    expect('"');
+    std::string s;
+    for (;;) {
+      const char* run = p_;
+      while (p_ < end_ && *p_ != '"' && *p_ != '\\' && static_cast<unsigned char>(*p_) >= 0x20) ++p_;
+      s.append(run, p_);
+      const char c = peek();
+      ++p_;
+      if (c == '"') break;
+      if (c != '\\') syntax("control character in a string");
+      const char e = peek();
+      ++p_;
+      switch (e) {
+        case '"': s += '"'; break;
+        case '\\': s += '\\'; break;
+        case '/': s += '/'; break;
+        case 'b': s += '\b'; break;
+        case 'f': s += '\f'; break;
+        case 'n': s += '\n'; break;
+        case 'r': s += '\r'; break;
+        case 't': s += '\t'; break;
+        case 'u': {
+          uint32_t cp = hex4();
+          if (cp >= 0xD800 && cp <= 0xDBFF) {
+            if (end_ - p_ < 2 || p_[0] != '\\' || p_[1] != 'u') syntax("unpaired surrogate in \\u escape");
+            p_ += 2;
+            const uint32_t lo = hex4();
+            if (lo < 0xDC00 || lo > 0xDFFF) syntax("unpaired surrogate in \\u escape");
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+          } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+            syntax("unpaired surrogate in \\u escape");
+          }
+          append_utf8(s, cp);
+          break;
+        }
+        default: syntax("invalid escape in a string");
+      }
+    }
+    return s;
+  }
+
+  void stream_vocab() {
+    expect('{');
+    ws();
+    if (peek() == '}') {
+      ++p_;
+      return;
+    }
+    do {
+      if (peek() != '"') syntax("expected a string key");
+      std::string key = string();
+      ws();
+      expect(':');
+      ws();
+      int64_t id = 0;
+      const char* d = p_;
+      while (p_ < end_ && *p_ >= '0' && *p_ <= '9' && p_ - d < 10) id = id * 10 + (*p_++ - '0');
+      if (p_ == d || (p_ < end_ && (*p_ == '.' || *p_ == 'e' || *p_ == 'E' || (*p_ >= '0' && *p_ <= '9'))))
+        field("model.vocab[\"" + key + "\"] is not a valid token id");
+      out_.vocab.emplace_back(std::move(key), id);
+    } while (next('}'));
+  }
+
+  void stream_merges() {
+    expect('[');
+    ws();
+    if (peek() == ']') {
+      ++p_;
+      return;
+    }
+    do {
+      const std::string where = "model.merges[" + std::to_string(out_.merges.size()) + "]";
+      if (peek() == '"') {
+        std::string s = string();
+        const size_t sp = s.find(' ');
+        if (sp == std::string::npos || sp == 0 || sp + 1 >= s.size() || s.find(' ', sp + 1) != std::string::npos)
+          field(where + ": \"" + s + "\" is not \"left right\"");
+        out_.merges.emplace_back(s.substr(0, sp), s.substr(sp + 1));
+      } else if (peek() == '[') {
+        ++p_;
+        ws();
+        if (peek() != '"') field(where + " is neither \"left right\" nor [\"left\", \"right\"]");
+        std::string left = string();
+        ws();
+        expect(',');
+        ws();
+        if (peek() != '"') field(where + " is neither \"left right\" nor [\"left\", \"right\"]");
+        std::string right = string();
+        ws();
+        if (peek() != ']') field(where + " is neither \"left right\" nor [\"left\", \"right\"]");
+        ++p_;
+        out_.merges.emplace_back(std::move(left), std::move(right));
+      } else {
+        field(where + " is neither \"left right\" nor [\"left\", \"right\"]");
+      }
+    } while (next(']'));
+  }
+
+  const char* begin_;
+  const char* p_;
+  const char* end_;
+  const std::string& path_;
   TokenizerJson& out_;
-  std::vector<Frame> stack_;
-  std::string key_, vocab_key_;
-  Mode mode_ = kDom;
-  int depth_ = 0;
-  std::vector<std::string> pair_;
 };
 
 }  // namespace
@@ -184,16 +295,11 @@ std::string read_file(const std::string& path) {
   return data;
 }
 
-TokenizerJson parse_tokenizer_json(const std::string& text, const std::string& path) {
+TokenizerJson parse_tokenizer_json(std::string_view text, const std::string& path) {
   TokenizerJson out;
-  Handler h(out);
-  bool ok = false;
-  try {
-    ok = json::sax_parse(text, &h);
-  } catch (const json::exception& e) {
-    fail(path, ": malformed JSON: ", e.what());
-  }
-  if (!ok) fail(path, ": ", h.error.empty() ? std::string("malformed JSON") : h.error);
+  out.vocab.reserve(text.size() / 40);  // about 26 bytes per vocab/merge entry in HF files
+  out.merges.reserve(text.size() / 40);
+  Parser(text, path, out).parse();
   return out;
 }
 

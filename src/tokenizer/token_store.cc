@@ -12,22 +12,22 @@ void TokenStore::reserve(size_t tokens, size_t bytes) {
   if (cap > slots_.size()) rehash(cap);
 }
 
-size_t TokenStore::slot_of(std::string_view b) const {
+size_t TokenStore::hash_of(std::string_view b) { return std::hash<std::string_view>{}(b); }
+
+size_t TokenStore::slot_of(std::string_view b, size_t hash) const {
   const size_t mask = slots_.size() - 1;
-  for (size_t i = std::hash<std::string_view>{}(b) & mask;; i = (i + 1) & mask) {
-    const int32_t id = slots_[i];
-    if (id < 0 || bytes(id) == b) return i;
+  const uint32_t tag = static_cast<uint32_t>(hash >> 32);
+  for (size_t i = hash & mask;; i = (i + 1) & mask) {
+    const Slot& s = slots_[i];
+    if (s.id < 0 || (s.tag == tag && bytes(s.id) == b)) return i;
   }
 }
 
 void TokenStore::rehash(size_t capacity) {
-  slots_.assign(capacity, -1);
+  slots_.assign(capacity, Slot{0, -1});
   used_ = 0;
   for (int id = 0; id < size(); ++id) {  // ascending, so for equal bytes the highest id wins
-    if (!spans_[id].present) continue;
-    const size_t s = slot_of(bytes(id));
-    if (slots_[s] < 0) ++used_;
-    slots_[s] = id;
+    if (spans_[id].present) index(id);
   }
 }
 
@@ -45,13 +45,19 @@ void TokenStore::set(int id, std::string_view b) {
     return;
   }
   if ((used_ + 1) * 2 > slots_.size()) rehash(slots_.size() * 2);
-  const size_t s = slot_of(b);
-  if (slots_[s] < 0) ++used_;
-  slots_[s] = id;
+  index(id);
+}
+
+void TokenStore::index(int id) {
+  const std::string_view b = bytes(id);
+  const size_t h = hash_of(b);
+  Slot& s = slots_[slot_of(b, h)];
+  if (s.id < 0) ++used_;
+  s = {static_cast<uint32_t>(h >> 32), id};
 }
 
 std::optional<int> TokenStore::find(std::string_view b) const {
-  const int32_t id = slots_[slot_of(b)];
+  const int32_t id = slots_[slot_of(b, hash_of(b))].id;
   if (id < 0) return std::nullopt;
   return id;
 }

@@ -28,12 +28,18 @@ class TokenStore {
     uint32_t offset = 0, len = 0;
     bool present = false;
   };
-  size_t slot_of(std::string_view bytes) const;  // the slot holding bytes, or the empty slot for it
+  struct Slot {
+    uint32_t tag;  // high bits of the hash, checked before the bytes
+    int32_t id;    // -1 = empty
+  };
+  size_t slot_of(std::string_view bytes, size_t hash) const;  // the slot holding bytes, or the empty one for it
+  static size_t hash_of(std::string_view bytes);
   void rehash(size_t capacity);
+  void index(int id);  // makes bytes(id) find id
 
   std::string arena_;
   std::vector<Span> spans_;
-  std::vector<int32_t> slots_ = std::vector<int32_t>(16, -1);  // ids; -1 = empty
+  std::vector<Slot> slots_ = std::vector<Slot>(16, Slot{0, -1});
   size_t used_ = 0;
 };
 

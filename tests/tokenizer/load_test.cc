@@ -1,0 +1,178 @@
+// Loading: BPE rules on small synthetic tokenizer.json files, and errors that name the file
+// and field for missing or malformed input.
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+#include "tokenizer/byte_level.h"
+#include "util/error.h"
+
+namespace qinfer {
+namespace {
+
+using json = nlohmann::json;
+using V = std::vector<int>;
+
+// A byte-level BPE tokenizer.json: ids 0..255 are the bytes, then `extra` tokens in order.
+json mini_tokenizer(const std::vector<std::string>& extra, const std::vector<std::string>& merges) {
+  json vocab = json::object();
+  for (int b = 0; b < 256; ++b) vocab[tok::byte_level_encode(std::string(1, static_cast<char>(b)))] = b;
+  for (size_t i = 0; i < extra.size(); ++i) vocab[tok::byte_level_encode(extra[i])] = 256 + static_cast<int>(i);
+  json m = json::array();
+  for (const auto& s : merges) m.push_back(s);
+  return {
+      {"version", "1.0"},
+      {"added_tokens", json::array({{{"id", 300}, {"content", "<s>"}, {"special", true}},
+                                    {{"id", 301}, {"content", "<tag>"}, {"special", false}}})},
+      {"normalizer", {{"type", "NFC"}}},
+      {"pre_tokenizer",
+       {{"type", "Sequence"},
+        {"pretokenizers", json::array({{{"type", "Split"}, {"pattern", {{"Regex", "\\p{L}+| ?\\p{N}|\\s+|[^\\s\\p{L}\\p{N}]+"}}}, {"behavior", "Isolated"}, {"invert", false}},
+                                       {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}})}}},
+      {"decoder", {{"type", "ByteLevel"}}},
+      {"model", {{"type", "BPE"}, {"ignore_merges", false}, {"vocab", vocab}, {"merges", m}}}};
+}
+
+std::string load_error(const test::TempDir& dir) {
+  try {
+    Tokenizer::load(dir.path());
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// Loads `doc` as tokenizer.json and returns the error text.
+std::string error_for(const json& doc) {
+  test::TempDir dir("err");
+  dir.write("tokenizer.json", doc.dump());
+  return load_error(dir);
+}
+
+Tokenizer load_doc(const test::TempDir& dir, const json& doc) {
+  dir.write("tokenizer.json", doc.dump());
+  return Tokenizer::load(dir.path());
+}
+
+TEST(TokenizerLoad, MergeOrderAndTies) {
+  test::TempDir dir("bpe");
+  // ids: ab=256 bc=257 aa=258 abc=259
+  const Tokenizer t = load_doc(dir, mini_tokenizer({"ab", "bc", "aa", "abc"}, {"a b", "b c", "a a", "ab c"}));
+  EXPECT_EQ(t.encode("abc"), V{259});          // a b -> ab, then ab c -> abc
+  EXPECT_EQ(t.encode("aaa"), (V{258, 'a'}));    // equal pairs: the leftmost merges first
+  EXPECT_EQ(t.encode("aaaa"), (V{258, 258}));
+  EXPECT_EQ(t.encode("xbc"), (V{'x', 257}));
+  const Tokenizer r = load_doc(dir, mini_tokenizer({"ab", "bc"}, {"b c", "a b"}));
+  EXPECT_EQ(r.encode("abc"), (V{'a', 257}));    // lower rank wins over position
+  EXPECT_EQ(r.vocab_size(), 302);
+  EXPECT_EQ(r.encode("a1 2"), (V{'a', '1', ' ', '2'}));  // the split pattern applies
+}
+
+TEST(TokenizerLoad, IgnoreMerges) {
+  test::TempDir dir("ignore");
+  json doc = mini_tokenizer({"abc"}, {});
+  EXPECT_EQ(load_doc(dir, doc).encode("abc"), (V{'a', 'b', 'c'}));
+  doc["model"]["ignore_merges"] = true;
+  EXPECT_EQ(load_doc(dir, doc).encode("abc"), V{256});
+}
+
+TEST(TokenizerLoad, MergesAsPairsAndGpt2ByteLevel) {
+  test::TempDir dir("pairs");
+  json doc = mini_tokenizer({"ab"}, {});
+  doc["model"]["merges"] = json::array({json::array({"a", "b"})});
+  doc["pre_tokenizer"] = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}};
+  const Tokenizer t = load_doc(dir, doc);
+  EXPECT_EQ(t.encode("ab ab"), (V{256, ' ', 256}));
+}
+
+TEST(TokenizerLoad, AddedTokensAndConfig) {
+  test::TempDir dir("added");
+  dir.write("tokenizer_config.json",
+            json{{"added_tokens_decoder", {{"300", {{"content", "<s>"}, {"special", true}}},
+                                           {"305", {{"content", "<extra>"}, {"special", true}}}}}}.dump());
+  const Tokenizer t = load_doc(dir, mini_tokenizer({}, {}));
+  EXPECT_EQ(t.vocab_size(), 306);
+  EXPECT_EQ(t.encode("<s>x<extra><tag>"), (V{300, 'x', 305, 301}));
+  EXPECT_EQ(t.encode("<s><tag>", false), (V{'<', 's', '>', 301}));
+  EXPECT_EQ(t.token_text(302), "");  // a hole in the id range
+  EXPECT_THROW(t.decode({302}), Error);
+  EXPECT_EQ(t.decode({300, 'x', 301}, true), "x<tag>");
+}
+
+TEST(TokenizerLoad, MissingFiles) {
+  const std::string err = load_error(test::TempDir("empty"));
+  EXPECT_NE(err.find("tokenizer.json"), std::string::npos) << err;
+  EXPECT_NE(err.find("not found"), std::string::npos) << err;
+  try {
+    Tokenizer::load("/nonexistent/model/dir");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/model/dir/tokenizer.json"), std::string::npos) << e.what();
+  }
+}
+
+TEST(TokenizerLoad, MalformedJson) {
+  test::TempDir dir("bad");
+  const std::string good = mini_tokenizer({}, {}).dump();
+  dir.write("tokenizer.json", good.substr(0, good.size() / 2));
+  std::string err = load_error(dir);
+  EXPECT_NE(err.find(dir.path() + "/tokenizer.json"), std::string::npos) << err;
+  EXPECT_NE(err.find("malformed JSON"), std::string::npos) << err;
+  dir.write("tokenizer.json", "");
+  EXPECT_NE(load_error(dir).find("tokenizer.json"), std::string::npos);
+  dir.write("tokenizer.json", "[1, 2]");
+  EXPECT_NE(load_error(dir).find("top level"), std::string::npos);
+}
+
+TEST(TokenizerLoad, FieldErrorsNameTheField) {
+  const json base = mini_tokenizer({"ab"}, {"a b"});
+  struct Case {
+    std::function<void(json&)> edit;
+    std::string expect;
+  };
+  const std::vector<Case> cases = {
+      {[](json& d) { d.erase("model"); }, "missing field model"},
+      {[](json& d) { d["model"].erase("vocab"); }, "missing field model.vocab"},
+      {[](json& d) { d["model"]["vocab"] = "x"; }, "model.vocab is not an object"},
+      {[](json& d) { d["model"]["vocab"]["a"] = "zero"; }, "model.vocab[\"a\"]"},
+      {[](json& d) { d["model"]["vocab"]["a"] = -4; }, "model.vocab[\"a\"]"},
+      {[](json& d) { d["model"].erase("merges"); }, "missing field model.merges"},
+      {[](json& d) { d["model"]["merges"] = json::array({"a b", "a q"}); }, "model.merges[1]"},
+      {[](json& d) { d["model"]["merges"] = json::array({"a b", "ab"}); }, "model.merges[1]"},
+      {[](json& d) { d["model"]["merges"] = json::array({"a b", 7}); }, "model.merges[1]"},
+      {[](json& d) { d["model"]["merges"] = json::array({"b a"}); }, "model.merges[0]"},  // "ba" not in vocab
+      {[](json& d) { d["model"]["type"] = "WordPiece"; }, "model.type"},
+      {[](json& d) { d["model"]["byte_fallback"] = true; }, "model.byte_fallback"},
+      {[](json& d) { d["normalizer"] = {{"type", "NFKC"}}; }, "normalizer"},
+      {[](json& d) { d["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "(unclosed"; }, "pre_tokenizer"},
+      {[](json& d) { d["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "Removed"; }, "pre_tokenizer.pretokenizers[0].behavior"},
+      {[](json& d) { d["pre_tokenizer"] = {{"type", "Whitespace"}}; }, "pre_tokenizer"},
+      {[](json& d) { d["decoder"] = {{"type", "WordPiece"}}; }, "decoder"},
+      {[](json& d) { d["model"]["vocab"].erase(tok::byte_level_encode("\x7F")); }, "no token for byte 127"},
+      {[](json& d) { d["added_tokens"][1].erase("content"); }, "added_tokens[1].content"},
+      {[](json& d) { d["added_tokens"][0]["id"] = "300"; }, "added_tokens[0].id"},
+  };
+  for (const Case& c : cases) {
+    json doc = base;
+    c.edit(doc);
+    const std::string err = error_for(doc);
+    EXPECT_NE(err.find("tokenizer.json"), std::string::npos) << err;
+    EXPECT_NE(err.find(c.expect), std::string::npos) << "want \"" << c.expect << "\" in: " << err;
+  }
+}
+
+TEST(TokenizerLoad, ConfigErrorsNameTheConfig) {
+  test::TempDir dir("cfg");
+  dir.write("tokenizer.json", mini_tokenizer({}, {}).dump());
+  dir.write("tokenizer_config.json", "{\"added_tokens_decoder\": ");
+  std::string err = load_error(dir);
+  EXPECT_NE(err.find("tokenizer_config.json"), std::string::npos) << err;
+  dir.write("tokenizer_config.json", json{{"added_tokens_decoder", {{"x1", {{"content", "<a>"}}}}}}.dump());
+  err = load_error(dir);
+  EXPECT_NE(err.find("added_tokens_decoder[\"x1\"]"), std::string::npos) << err;
+  dir.write("tokenizer_config.json", json{{"added_tokens_decoder", {{"400", {{"special", true}}}}}}.dump());
+  err = load_error(dir);
+  EXPECT_NE(err.find("added_tokens_decoder[\"400\"].content"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace qinfer
