@@ -28,6 +28,7 @@ struct V {
   static void store(float* p, T v) { _mm256_storeu_ps(p, v); }
   static T fma(T a, T b, T c) { return _mm256_fmadd_ps(a, b, c); }
   static T mul(T a, T b) { return _mm256_mul_ps(a, b); }
+  static T add(T a, T b) { return _mm256_add_ps(a, b); }
   static float reduce(T v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -43,6 +44,20 @@ struct V {
   }
   static T load_i8(const int8_t* p) {
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  }
+  static T load_u8(const uint8_t* p) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  }
+  // 16 bytes = 32 int4 codes -> four vectors of the codes as floats.
+  static void q4_codes(const uint8_t* p, T* out) {
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const __m128i m = _mm_set1_epi8(15);
+    const __m128i lo = _mm_and_si128(b, m);
+    const __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), m);
+    out[0] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(lo));
+    out[1] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8)));
+    out[2] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(hi));
+    out[3] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8)));
   }
   // 16 bytes = 32 int4 codes -> four vectors of s * (q - z).
   static void q4_block(const uint8_t* p, I z, T s, T* out) {

@@ -32,6 +32,7 @@ struct V {
   static void store(float* p, T v) { _mm512_storeu_ps(p, v); }
   static T fma(T a, T b, T c) { return _mm512_fmadd_ps(a, b, c); }
   static T mul(T a, T b) { return _mm512_mul_ps(a, b); }
+  static T add(T a, T b) { return _mm512_add_ps(a, b); }
   static float reduce(T v) { return _mm512_reduce_add_ps(v); }
   static T load_bf16(const uint16_t* p) {
     const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
@@ -42,6 +43,15 @@ struct V {
   }
   static T load_i8(const int8_t* p) {
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  }
+  static T load_u8(const uint8_t* p) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  }
+  // 16 bytes = 32 int4 codes -> two vectors of the codes as floats.
+  static void q4_codes(const uint8_t* p, T* out) {
+    const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    out[0] = _mm512_cvtepi32_ps(_mm512_and_si512(v, _mm512_set1_epi32(15)));
+    out[1] = _mm512_cvtepi32_ps(_mm512_srli_epi32(v, 4));
   }
   // 16 bytes = 32 int4 codes (byte j: column j low nibble, column j+16 high) ->
   // two vectors of s * (q - z).

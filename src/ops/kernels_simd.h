@@ -185,12 +185,44 @@ inline float q4_scale(const void* p, int64_t g) {
   else return static_cast<const float*>(p)[g];
 }
 
+// Decode tiles use sum_i s*(q_i - z)*x_i = s*(sum_i q_i*x_i) - s*z*(sum_i x_i):
+// the codes are FMA'd as plain numbers per group, scaled once per group, and
+// the zero-point term comes from per-group activation sums (q4_zero_terms).
+
+// xs[j*groups + g] = sum of activation row j over group g (packed order).
+inline void q4_group_sums(const GptqMatrix& W, const float* X, int64_t n, float* xs) {
+  const int64_t kp = W.padded_cols(), groups = W.groups();
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t g = 0; g < groups; ++g) {
+      typename V::T acc = V::zero();
+      for (int64_t k = W.group_begin(g); k < W.group_begin(g + 1); k += V::W) acc = V::add(acc, V::load(X + j * kp + k));
+      xs[j * groups + g] = V::reduce(acc);
+    }
+}
+
+// sum_g scale[g] * zero[g] * xs[g] for one row and one activation row.
+template <bool Half>
+inline float q4_zero_term(const void* sc, const uint8_t* zr, const float* xs, int64_t groups) {
+  typename V::T acc = V::zero();
+  int64_t g = 0;
+  for (; g + V::W <= groups; g += V::W) {
+    typename V::T s;
+    if constexpr (Half) s = V::load_f16(static_cast<const uint16_t*>(sc) + g);
+    else s = V::load(static_cast<const float*>(sc) + g);
+    acc = V::fma(V::mul(s, V::load_u8(zr + g)), V::load(xs + g), acc);
+  }
+  float t = V::reduce(acc);
+  for (; g < groups; ++g) t += q4_scale<Half>(sc, g) * static_cast<float>(zr[g]) * xs[g];
+  return t;
+}
+
 // Rows [r, r+NR) against activation rows [0, NX) of X (packed column order).
 // Rows of an expert are short (1 KiB of codes), too short for the hardware
 // prefetcher to ramp up, so the next tile's codes and group parameters are
 // prefetched one tile ahead.
 template <bool Half, int NR, int NX>
-inline void q4_tile(const GptqMatrix& W, int64_t r, const float* x, int64_t ldx, float* y, int64_t ldy) {
+inline void q4_tile(const GptqMatrix& W, int64_t r, const float* x, int64_t ldx, const float* xs, float* y,
+                    int64_t ldy) {
   using T = typename V::T;
   constexpr int B = GptqMatrix::kBlock;
   T acc[NX][NR];
@@ -200,12 +232,10 @@ inline void q4_tile(const GptqMatrix& W, int64_t r, const float* x, int64_t ldx,
     for (int i = 0; i < NR; ++i) acc[j][i] = V::zero();
   const uint8_t* codes[NR];
   const void* sc[NR];
-  const uint8_t* zr[NR];
   QINFER_UNROLL
   for (int i = 0; i < NR; ++i) {
     codes[i] = W.row_codes(r + i);
     sc[i] = q4_scales<Half>(W, r + i);
-    zr[i] = W.row_zeros(r + i);
   }
   const int64_t groups = W.groups();
   const int64_t ahead = r + 2 * NR <= W.rows() ? NR : 0;  // rows to prefetch ahead (0: last tile)
@@ -217,16 +247,14 @@ inline void q4_tile(const GptqMatrix& W, int64_t r, const float* x, int64_t ldx,
       QINFER_UNROLL
       for (int i = 0; i < NR; ++i) {
         _mm_prefetch(reinterpret_cast<const char*>(sc[i]) + (param_ahead + g) * kScaleBytes, _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(zr[i] + param_ahead + g), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(W.row_zeros(r + i) + param_ahead + g), _MM_HINT_T0);
       }
     }
-    T s[NR];
-    typename V::I z[NR];
+    T part[NX][NR];
     QINFER_UNROLL
-    for (int i = 0; i < NR; ++i) {
-      s[i] = V::set1(q4_scale<Half>(sc[i], g));
-      z[i] = V::iset1(zr[i][g]);
-    }
+    for (int j = 0; j < NX; ++j)
+      QINFER_UNROLL
+      for (int i = 0; i < NR; ++i) part[j][i] = V::zero();
     const int64_t be = W.group_begin(g + 1);
     for (int64_t b = W.group_begin(g); b < be; b += B) {
       if (ahead && (b & 127) == 0) {  // one prefetch per 64-byte line of codes
@@ -234,33 +262,40 @@ inline void q4_tile(const GptqMatrix& W, int64_t r, const float* x, int64_t ldx,
         for (int i = 0; i < NR; ++i)
           _mm_prefetch(reinterpret_cast<const char*>(codes[i] + code_ahead + b / 2), _MM_HINT_T0);
       }
-      T wv[NR][kQ4Vecs];
+      T wq[NR][kQ4Vecs];
       QINFER_UNROLL
-      for (int i = 0; i < NR; ++i) V::q4_block(codes[i] + b / 2, z[i], s[i], wv[i]);
+      for (int i = 0; i < NR; ++i) V::q4_codes(codes[i] + b / 2, wq[i]);
       QINFER_UNROLL
       for (int j = 0; j < NX; ++j)
         QINFER_UNROLL
         for (int v = 0; v < kQ4Vecs; ++v) {
           const T xv = V::load(x + j * ldx + b + v * V::W);
           QINFER_UNROLL
-          for (int i = 0; i < NR; ++i) acc[j][i] = V::fma(wv[i][v], xv, acc[j][i]);
+          for (int i = 0; i < NR; ++i) part[j][i] = V::fma(wq[i][v], xv, part[j][i]);
         }
+    }
+    QINFER_UNROLL
+    for (int i = 0; i < NR; ++i) {
+      const T s = V::set1(q4_scale<Half>(sc[i], g));
+      QINFER_UNROLL
+      for (int j = 0; j < NX; ++j) acc[j][i] = V::fma(part[j][i], s, acc[j][i]);
     }
   }
   QINFER_UNROLL
   for (int j = 0; j < NX; ++j)
     QINFER_UNROLL
-    for (int i = 0; i < NR; ++i) y[j * ldy + i] = V::reduce(acc[j][i]);
+    for (int i = 0; i < NR; ++i)
+      y[j * ldy + i] = V::reduce(acc[j][i]) - q4_zero_term<Half>(sc[i], W.row_zeros(r + i), xs + j * groups, groups);
 }
 
 template <bool Half, int NR>
-inline void q4_rows_x(const GptqMatrix& W, int64_t r, const float* X, int64_t n, float* Y) {
-  const int64_t ldx = W.padded_cols(), ldy = W.rows();
+inline void q4_rows_x(const GptqMatrix& W, int64_t r, const float* X, const float* xs, int64_t n, float* Y) {
+  const int64_t ldx = W.padded_cols(), ldy = W.rows(), groups = W.groups();
   for (int64_t j = 0; j < n; j += V::Q4NX) {
     const int64_t nx = std::min<int64_t>(V::Q4NX, n - j);
-    if (nx == 1) q4_tile<Half, NR, 1>(W, r, X + j * ldx, ldx, Y + j * ldy + r, ldy);
+    if (nx == 1) q4_tile<Half, NR, 1>(W, r, X + j * ldx, ldx, xs + j * groups, Y + j * ldy + r, ldy);
     else if constexpr (V::Q4NX >= 2) {
-      if (nx == 2) q4_tile<Half, NR, 2>(W, r, X + j * ldx, ldx, Y + j * ldy + r, ldy);
+      if (nx == 2) q4_tile<Half, NR, 2>(W, r, X + j * ldx, ldx, xs + j * groups, Y + j * ldy + r, ldy);
     }
   }
 }
@@ -295,9 +330,12 @@ void gptq_rows_t(const GptqMatrix& W, const float* X, int64_t n, float* Y, int64
     prefill_rows(decode, kp, X, kp, n, Y, W.rows(), r0, r1);
     return;
   }
+  thread_local std::vector<float> xs;
+  xs.resize(n * W.groups());
+  q4_group_sums(W, X, n, xs.data());
   int64_t r = r0;
-  for (; r + V::Q4NR <= r1; r += V::Q4NR) q4_rows_x<Half, V::Q4NR>(W, r, X, n, Y);
-  for (; r < r1; ++r) q4_rows_x<Half, 1>(W, r, X, n, Y);
+  for (; r + V::Q4NR <= r1; r += V::Q4NR) q4_rows_x<Half, V::Q4NR>(W, r, X, xs.data(), n, Y);
+  for (; r < r1; ++r) q4_rows_x<Half, 1>(W, r, X, xs.data(), n, Y);
 }
 
 void gptq_rows(const GptqMatrix& W, const float* X, int64_t n, float* Y, int64_t r0, int64_t r1) {
