@@ -13,19 +13,22 @@
 namespace qinfer::model {
 
 void deltanet_forward(const TextConfig& tc, const DeltaNetWeights& w, int cache_index, const float* U, int64_t N,
-                      const std::vector<Span>& spans, float* out) {
+                      const std::vector<Span>& spans, float* out, Arena& ar) {
   const int64_t nk = tc.linear_num_key_heads, nv = tc.linear_num_value_heads;
   const int64_t dk = tc.linear_key_head_dim, dv = tc.linear_value_head_dim;
   const int64_t K = tc.linear_conv_kernel_dim, KS = K - 1;
   const int64_t kdim = nk * dk, vdim = nv * dv, conv_dim = 2 * kdim + vdim;
   const float eps = static_cast<float>(tc.rms_norm_eps);
 
-  std::vector<float> qkv(N * conv_dim), z(N * vdim), b(N * nv), a(N * nv);
-  apply_all({{&w.in_qkv, U, N, qkv.data()}, {&w.in_z, U, N, z.data()}, {&w.in_b, U, N, b.data()},
-             {&w.in_a, U, N, a.data()}});
+  float* qkv = ar.alloc<float>(N * conv_dim);
+  float* z = ar.alloc<float>(N * vdim);
+  float* b = ar.alloc<float>(N * nv);
+  float* a = ar.alloc<float>(N * nv);
+  apply_all({{&w.in_qkv, U, N, qkv}, {&w.in_z, U, N, z}, {&w.in_b, U, N, b},
+             {&w.in_a, U, N, a}});
 
   // Causal depthwise conv over time, per span, channels split across threads.
-  std::vector<float> act(N * conv_dim);
+  float* act = ar.alloc<float>(N * conv_dim);
   constexpr int64_t kChanBlock = 512;
   const int64_t nblocks = (conv_dim + kChanBlock - 1) / kChanBlock;
   parallel_for(static_cast<int64_t>(spans.size()) * nblocks, 1, [&](int64_t i0, int64_t i1, int) {
@@ -34,10 +37,10 @@ void deltanet_forward(const TextConfig& tc, const DeltaNetWeights& w, int cache_
       const int64_t c0 = (it % nblocks) * kChanBlock, c1 = std::min(conv_dim, c0 + kChanBlock);
       float* cs = sp.state->delta(cache_index).conv.data();   // [KS][conv_dim]
       auto input = [&](int64_t idx) -> const float* {          // idx relative to the span's first token
-        return idx < 0 ? cs + (KS + idx) * conv_dim : qkv.data() + (sp.begin + idx) * conv_dim;
+        return idx < 0 ? cs + (KS + idx) * conv_dim : qkv + (sp.begin + idx) * conv_dim;
       };
       for (int64_t t = 0; t < sp.n; ++t) {
-        float* o = act.data() + (sp.begin + t) * conv_dim;
+        float* o = act + (sp.begin + t) * conv_dim;
         for (int64_t c = c0; c < c1; ++c) o[c] = 0.0f;
         for (int64_t j = 0; j < K; ++j) {
           const float* x = input(t + j - KS);
@@ -58,11 +61,12 @@ void deltanet_forward(const TextConfig& tc, const DeltaNetWeights& w, int cache_
   });
 
   // Gates and L2-normed q, k (in place in act).
-  std::vector<float> g(N * nv), beta(N * nv);
+  float* g = ar.alloc<float>(N * nv);
+  float* beta = ar.alloc<float>(N * nv);
   const float qscale = 1.0f / std::sqrt(static_cast<float>(dk));
   parallel_for(N, 16, [&](int64_t t0, int64_t t1, int) {
     for (int64_t t = t0; t < t1; ++t) {
-      float* row = act.data() + t * conv_dim;
+      float* row = act + t * conv_dim;
       for (int64_t h = 0; h < nk; ++h) {
         ops::l2norm(row + h * dk, dk, 1e-6f, qscale, row + h * dk);
         ops::l2norm(row + kdim + h * dk, dk, 1e-6f, 1.0f, row + kdim + h * dk);
@@ -75,13 +79,13 @@ void deltanet_forward(const TextConfig& tc, const DeltaNetWeights& w, int cache_
   });
 
   // Delta rule per (span, value head); value head h reads key head h / (nv / nk).
-  std::vector<float> o(N * vdim);
+  float* o = ar.alloc<float>(N * vdim);
   const int64_t rep = nv / nk;
   parallel_for(static_cast<int64_t>(spans.size()) * nv, 1, [&](int64_t i0, int64_t i1, int) {
     for (int64_t it = i0; it < i1; ++it) {
       const Span& sp = spans[it / nv];
       const int64_t h = it % nv, kh = h / rep;
-      const float* base = act.data() + sp.begin * conv_dim;
+      const float* base = act + sp.begin * conv_dim;
       DeltaRuleIO io;
       io.T = sp.n;
       io.dk = dk;
@@ -90,10 +94,10 @@ void deltanet_forward(const TextConfig& tc, const DeltaNetWeights& w, int cache_
       io.k = base + kdim + kh * dk;
       io.v = base + 2 * kdim + h * dv;
       io.q_stride = io.k_stride = io.v_stride = conv_dim;
-      io.g = g.data() + sp.begin * nv + h;
-      io.beta = beta.data() + sp.begin * nv + h;
+      io.g = g + sp.begin * nv + h;
+      io.beta = beta + sp.begin * nv + h;
       io.gb_stride = nv;
-      io.o = o.data() + sp.begin * vdim + h * dv;
+      io.o = o + sp.begin * vdim + h * dv;
       io.o_stride = vdim;
       io.S = sp.state->delta(cache_index).ssm.data() + h * dk * dv;
       if (sp.n == 1) delta_rule_recurrent(io);
@@ -105,11 +109,11 @@ void deltanet_forward(const TextConfig& tc, const DeltaNetWeights& w, int cache_
   parallel_for(N, 16, [&](int64_t t0, int64_t t1, int) {
     for (int64_t t = t0; t < t1; ++t)
       for (int64_t h = 0; h < nv; ++h) {
-        float* oh = o.data() + t * vdim + h * dv;
-        ops::rmsnorm_gated(oh, z.data() + t * vdim + h * dv, w.norm.data(), dv, eps, oh);
+        float* oh = o + t * vdim + h * dv;
+        ops::rmsnorm_gated(oh, z + t * vdim + h * dv, w.norm.data(), dv, eps, oh);
       }
   });
-  w.out.apply(o.data(), N, out);
+  w.out.apply(o, N, out);
 }
 
 }  // namespace qinfer::model

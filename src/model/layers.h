@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "io/config.h"
+#include "model/arena.h"
 #include "model/sequence_state.h"
 #include "model/weights.h"
 
@@ -20,20 +21,24 @@ struct Span {
 // Gated DeltaNet token mixer: U [N][H] (normed input) -> out [N][H].
 // Updates each span's conv and recurrent state (linear-layer index `cache_index`).
 void deltanet_forward(const TextConfig& tc, const DeltaNetWeights& w, int cache_index, const float* U, int64_t N,
-                      const std::vector<Span>& spans, float* out);
+                      const std::vector<Span>& spans, float* out, Arena& ar);
 
 // Gated full attention: U [N][H] -> out [N][H]; appends keys/values to caches[i]
 // (one per span) at positions pos0..pos0+n-1.
 void attention_forward(const TextConfig& tc, const AttentionWeights& w, const float* inv_freq, const float* U,
-                       int64_t N, const std::vector<Span>& spans, const std::vector<KvCache*>& caches, float* out);
+                       int64_t N, const std::vector<Span>& spans, const std::vector<KvCache*>& caches, float* out,
+                       Arena& ar);
 
 // Sparse MoE block with shared expert: U [N][H] -> out [N][H]. When topk is not
 // null it receives the chosen experts [N][top_k] in descending probability.
 void moe_forward(const TextConfig& tc, const MoeWeights& w, const float* U, int64_t N, float* out,
-                 std::vector<int>* topk);
+                 std::vector<int>* topk, Arena& ar);
+
+// Scratch buffers come from `ar`, which decoder_layer resets on entry.
 
 // One decoder layer in place on the residual stream X [N][H].
 void decoder_layer(const TextConfig& tc, const LayerWeights& l, const float* inv_freq, float* X, int64_t N,
-                   const std::vector<Span>& spans, const std::vector<KvCache*>& caches, std::vector<int>* topk);
+                   const std::vector<Span>& spans, const std::vector<KvCache*>& caches, std::vector<int>* topk,
+                   Arena& ar);
 
 }  // namespace qinfer::model

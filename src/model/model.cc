@@ -33,6 +33,7 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const LoadOptions& op
     fail(dir, "/config.json: rotary dim ", tc.rotary_dim(), " must be even and at most head_dim ", tc.head_dim);
   if (tc.num_experts_per_tok < 1 || tc.num_experts_per_tok > tc.num_experts)
     fail(dir, "/config.json: num_experts_per_tok ", tc.num_experts_per_tok, " must be in 1..num_experts");
+  m->arena_ = std::make_unique<model::Arena>();
   m->w_ = model::load_weights(m->config_, Checkpoint::open(dir), opts.dense_int8, opts.load_mtp);
   log_info("loaded ", dir, ": ", tc.num_hidden_layers, " layers, ", m->weight_bytes() / (1024 * 1024),
            " MiB of weights", m->w_->mtp ? " (with MTP head)" : "", " in ", now_seconds() - t0, " s");
@@ -162,7 +163,7 @@ void Model::forward(const std::vector<Step>& steps, ForwardTrace* trace) {
     if (l.type == LayerType::kFullAttention)
       for (size_t s = 0; s < spans.size(); ++s) caches[s] = &spans[s].state->kv(l.cache_index);
     model::decoder_layer(tc, l, w_->inv_freq.data(), X.data(), N, spans, caches,
-                         trace ? &trace->router_topk[L] : nullptr);
+                         trace ? &trace->router_topk[L] : nullptr, *arena_);
     if (trace) trace->layer_outputs.push_back(X);
   }
   for (const auto& sp : spans) sp.state->advance(sp.n);
@@ -206,7 +207,7 @@ void Model::forward_mtp(const std::vector<MtpStep>& steps) {
   m.fc.apply(c.data(), N, X.data());
   std::vector<KvCache*> caches;
   for (const auto& sp : spans) caches.push_back(&sp.state->mtp_kv(0));
-  model::decoder_layer(tc, m.layer, w_->inv_freq.data(), X.data(), N, spans, caches, nullptr);
+  model::decoder_layer(tc, m.layer, w_->inv_freq.data(), X.data(), N, spans, caches, nullptr, *arena_);
   for (const auto& sp : spans) sp.state->advance_mtp(sp.n);
   head(tc, m.norm, w_->lm_head, X.data(), spans, outs, nullptr);
 }

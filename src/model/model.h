@@ -27,7 +27,10 @@ struct ForwardTrace {
   std::vector<float> final_hidden;                 // [token * hidden], after the final norm
 };
 
-namespace model { struct ModelWeights; }
+namespace model {
+struct ModelWeights;
+class Arena;
+}  // namespace model
 
 class Model {
  public:
@@ -48,7 +51,7 @@ class Model {
     float* hidden = nullptr;              // optional [n_tokens][hidden]: post-final-norm hidden states
                                           // (the MTP head's input)
   };
-  // Runs all steps as one batched call: the tokens of all sequences go through
+  // Runs all steps as one batched call (not thread-safe: one forward at a time): the tokens of all sequences go through
   // each weight product together; the sequence-dependent work (attention over its
   // cache, delta rule) runs per sequence. Each state may appear at most once.
   // Bad input (token id >= vocab, position >= max_context, null pointers) throws
@@ -78,6 +81,7 @@ class Model {
   Model() = default;
   ModelConfig config_;
   std::unique_ptr<model::ModelWeights> w_;
+  std::unique_ptr<model::Arena> arena_;   // forward() scratch, kept between calls
 };
 
 }  // namespace qinfer

@@ -30,19 +30,19 @@ void top_k(const float* p, int64_t E, int64_t K, int* idx, float* wts) {
 }  // namespace
 
 void moe_forward(const TextConfig& tc, const MoeWeights& w, const float* U, int64_t N, float* out,
-                 std::vector<int>* topk) {
+                 std::vector<int>* topk, Arena& ar) {
   const int64_t H = tc.hidden_size, E = tc.num_experts, K = tc.num_experts_per_tok;
   const int64_t I = tc.moe_intermediate_size, Is = tc.shared_expert_intermediate_size;
 
   // Router.
-  std::vector<float> probs(N * E);
-  w.router.apply(U, N, probs.data());
+  float* probs = ar.alloc<float>(N * E);
+  w.router.apply(U, N, probs);
   std::vector<int> sel(N * K);
-  std::vector<float> wts(N * K);
+  float* wts = ar.alloc<float>(N * K);
   parallel_for(N, 16, [&](int64_t t0, int64_t t1, int) {
     for (int64_t t = t0; t < t1; ++t) {
-      ops::softmax(probs.data() + t * E, E);
-      top_k(probs.data() + t * E, E, K, sel.data() + t * K, wts.data() + t * K);
+      ops::softmax(probs + t * E, E);
+      top_k(probs + t * E, E, K, sel.data() + t * K, wts + t * K);
     }
   });
   if (topk) *topk = sel;
@@ -53,22 +53,24 @@ void moe_forward(const TextConfig& tc, const MoeWeights& w, const float* U, int6
   for (int64_t e = 0; e < E; ++e) offset[e + 1] += offset[e];
   std::vector<int64_t> fill(offset.begin(), offset.end() - 1);
   const int64_t R = N * K;
-  std::vector<float> xg(R * H);
+  float* xg = ar.alloc<float>(R * H);
   for (int64_t i = 0; i < R; ++i) {
     const int64_t r = fill[sel[i]]++;
     slot_row[i] = r;
-    std::memcpy(xg.data() + r * H, U + (i / K) * H, H * sizeof(float));
+    std::memcpy(xg + r * H, U + (i / K) * H, H * sizeof(float));
   }
 
   // Gate/up products of all experts (and the shared expert) in one pass.
-  std::vector<float> gu(R * 2 * I), sgu(N * 2 * Is), sgate(N);
+  float* gu = ar.alloc<float>(R * 2 * I);
+  float* sgu = ar.alloc<float>(N * 2 * Is);
+  float* sgate = ar.alloc<float>(N);
   std::vector<Product> first;
   for (int64_t e = 0; e < E; ++e) {
     const int64_t n = offset[e + 1] - offset[e];
     if (n == 0) continue;
     const Expert& x = w.experts[e];
-    const float* X = xg.data() + offset[e] * H;
-    float* Y = gu.data() + offset[e] * 2 * I;
+    const float* X = xg + offset[e] * H;
+    float* Y = gu + offset[e] * 2 * I;
     if (x.fused()) {
       first.push_back({&x.gate_up, X, n, Y});
     } else {  // gate rows then up rows of this expert's block
@@ -76,18 +78,19 @@ void moe_forward(const TextConfig& tc, const MoeWeights& w, const float* U, int6
       first.push_back({&x.up, X, n, Y + n * I});
     }
   }
-  first.push_back({&w.shared_gate, U, N, sgu.data()});
-  first.push_back({&w.shared_up, U, N, sgu.data() + N * Is});
-  first.push_back({&w.shared_expert_gate, U, N, sgate.data()});
+  first.push_back({&w.shared_gate, U, N, sgu});
+  first.push_back({&w.shared_up, U, N, sgu + N * Is});
+  first.push_back({&w.shared_expert_gate, U, N, sgate});
   apply_all(first);
 
   // SwiGLU. Fused experts give [n][gate | up] rows, split ones [gate block][up block].
-  std::vector<float> hid(R * I), shid(N * Is);
+  float* hid = ar.alloc<float>(R * I);
+  float* shid = ar.alloc<float>(N * Is);
   parallel_for(E, 1, [&](int64_t e0, int64_t e1, int) {
     for (int64_t e = e0; e < e1; ++e) {
       const int64_t n = offset[e + 1] - offset[e];
-      const float* Y = gu.data() + offset[e] * 2 * I;
-      float* h = hid.data() + offset[e] * I;
+      const float* Y = gu + offset[e] * 2 * I;
+      float* h = hid + offset[e] * I;
       const bool fused = w.experts[e].fused();
       for (int64_t r = 0; r < n; ++r) {
         const float* gp = fused ? Y + r * 2 * I : Y + r * I;
@@ -96,17 +99,17 @@ void moe_forward(const TextConfig& tc, const MoeWeights& w, const float* U, int6
       }
     }
   });
-  ops::swiglu(sgu.data(), sgu.data() + N * Is, N * Is, shid.data());
+  ops::swiglu(sgu, sgu + N * Is, N * Is, shid);
 
   // Down products.
-  std::vector<float> yd(R * H);
+  float* yd = ar.alloc<float>(R * H);
   std::vector<Product> second;
   for (int64_t e = 0; e < E; ++e) {
     const int64_t n = offset[e + 1] - offset[e];
     if (n == 0) continue;
-    second.push_back({&w.experts[e].down, hid.data() + offset[e] * I, n, yd.data() + offset[e] * H});
+    second.push_back({&w.experts[e].down, hid + offset[e] * I, n, yd + offset[e] * H});
   }
-  second.push_back({&w.shared_down, shid.data(), N, out});
+  second.push_back({&w.shared_down, shid, N, out});
   apply_all(second);
 
   // out = Σ_k w_k y_k (top-k order) + sigmoid(gate) * shared.
@@ -115,7 +118,7 @@ void moe_forward(const TextConfig& tc, const MoeWeights& w, const float* U, int6
     for (int64_t t = t0; t < t1; ++t) {
       std::fill(acc.begin(), acc.end(), 0.0f);
       for (int64_t k = 0; k < K; ++k)
-        ops::axpy(wts[t * K + k], yd.data() + slot_row[t * K + k] * H, H, acc.data());
+        ops::axpy(wts[t * K + k], yd + slot_row[t * K + k] * H, H, acc.data());
       const float gs = ops::sigmoid(sgate[t]);
       float* o = out + t * H;
       for (int64_t j = 0; j < H; ++j) o[j] = acc[j] + gs * o[j];
@@ -124,18 +127,21 @@ void moe_forward(const TextConfig& tc, const MoeWeights& w, const float* U, int6
 }
 
 void decoder_layer(const TextConfig& tc, const LayerWeights& l, const float* inv_freq, float* X, int64_t N,
-                   const std::vector<Span>& spans, const std::vector<KvCache*>& caches, std::vector<int>* topk) {
+                   const std::vector<Span>& spans, const std::vector<KvCache*>& caches, std::vector<int>* topk,
+                   Arena& ar) {
   const int64_t H = tc.hidden_size;
   const float eps = static_cast<float>(tc.rms_norm_eps);
-  std::vector<float> u(N * H), y(N * H);
-  ops::rmsnorm_rows(X, l.input_norm.data(), N, H, eps, u.data());
+  ar.reset();
+  float* u = ar.alloc<float>(N * H);
+  float* y = ar.alloc<float>(N * H);
+  ops::rmsnorm_rows(X, l.input_norm.data(), N, H, eps, u);
   if (l.type == LayerType::kLinearAttention)
-    deltanet_forward(tc, l.delta, l.cache_index, u.data(), N, spans, y.data());
+    deltanet_forward(tc, l.delta, l.cache_index, u, N, spans, y, ar);
   else
-    attention_forward(tc, l.attn, inv_freq, u.data(), N, spans, caches, y.data());
+    attention_forward(tc, l.attn, inv_freq, u, N, spans, caches, y, ar);
   for (int64_t i = 0; i < N * H; ++i) X[i] += y[i];
-  ops::rmsnorm_rows(X, l.post_norm.data(), N, H, eps, u.data());
-  moe_forward(tc, l.moe, u.data(), N, y.data(), topk);
+  ops::rmsnorm_rows(X, l.post_norm.data(), N, H, eps, u);
+  moe_forward(tc, l.moe, u, N, y, topk, ar);
   for (int64_t i = 0; i < N * H; ++i) X[i] += y[i];
 }
 
