@@ -34,6 +34,9 @@ class Parser {
     fail(path_, ": malformed JSON at byte ", static_cast<size_t>(p_ - begin_), ": ", what);
   }
   [[noreturn]] void field(const std::string& what) const { fail(path_, ": field ", what); }
+  [[noreturn]] void bad_merge(const std::string& where) const {
+    field(where + " is neither \"left right\" nor [\"left\", \"right\"]");
+  }
 
   void ws() {
     while (p_ < end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
@@ -45,6 +48,23 @@ class Parser {
   void expect(char c) {
     if (peek() != c) syntax(std::string("expected '") + c + "'");
     ++p_;
+  }
+  // Eats `open`; false if the container is empty (its `close` is eaten too).
+  bool begin(char open, char close) {
+    expect(open);
+    ws();
+    if (peek() != close) return true;
+    ++p_;
+    return false;
+  }
+  // A member name and its colon.
+  std::string member_key() {
+    if (peek() != '"') syntax("expected a string key");
+    std::string key = string();
+    ws();
+    expect(':');
+    ws();
+    return key;
   }
   // After an element: true if another follows (a comma was eaten), false at `close`.
   bool next(char close) {
@@ -79,19 +99,10 @@ class Parser {
   }
 
   json object(int depth, Where where) {
-    expect('{');
     json obj = json::object();
-    ws();
-    if (peek() == '}') {
-      ++p_;
-      return obj;
-    }
+    if (!begin('{', '}')) return obj;
     do {
-      if (peek() != '"') syntax("expected a string key");
-      std::string key = string();
-      ws();
-      expect(':');
-      ws();
+      std::string key = member_key();
       if (where == kModel && key == "vocab" && peek() == '{') {
         stream_vocab();
         out_.vocab_streamed = true;
@@ -108,13 +119,8 @@ class Parser {
   }
 
   json array(int depth) {
-    expect('[');
     json arr = json::array();
-    ws();
-    if (peek() == ']') {
-      ++p_;
-      return arr;
-    }
+    if (!begin('[', ']')) return arr;
     do arr.push_back(value(depth + 1, kOther));
     while (next(']'));
     return arr;
@@ -214,18 +220,9 @@ class Parser {
   }
 
   void stream_vocab() {
-    expect('{');
-    ws();
-    if (peek() == '}') {
-      ++p_;
-      return;
-    }
+    if (!begin('{', '}')) return;
     do {
-      if (peek() != '"') syntax("expected a string key");
-      std::string key = string();
-      ws();
-      expect(':');
-      ws();
+      std::string key = member_key();
       int64_t id = 0;
       const char* d = p_;
       while (p_ < end_ && *p_ >= '0' && *p_ <= '9' && p_ - d < 10) id = id * 10 + (*p_++ - '0');
@@ -236,12 +233,7 @@ class Parser {
   }
 
   void stream_merges() {
-    expect('[');
-    ws();
-    if (peek() == ']') {
-      ++p_;
-      return;
-    }
+    if (!begin('[', ']')) return;
     do {
       const std::string where = "model.merges[" + std::to_string(out_.merges.size()) + "]";
       if (peek() == '"') {
@@ -251,21 +243,21 @@ class Parser {
           field(where + ": \"" + s + "\" is not \"left right\"");
         out_.merges.emplace_back(s.substr(0, sp), s.substr(sp + 1));
       } else if (peek() == '[') {
-        ++p_;
-        ws();
-        if (peek() != '"') field(where + " is neither \"left right\" nor [\"left\", \"right\"]");
-        std::string left = string();
-        ws();
-        expect(',');
-        ws();
-        if (peek() != '"') field(where + " is neither \"left right\" nor [\"left\", \"right\"]");
-        std::string right = string();
-        ws();
-        if (peek() != ']') field(where + " is neither \"left right\" nor [\"left\", \"right\"]");
+        const auto half = [&](char after) {
+          ++p_;  // '[' or ','
+          ws();
+          if (peek() != '"') bad_merge(where);
+          std::string h = string();
+          ws();
+          if (peek() != after) bad_merge(where);
+          return h;
+        };
+        std::string left = half(',');
+        std::string right = half(']');
         ++p_;
         out_.merges.emplace_back(std::move(left), std::move(right));
       } else {
-        field(where + " is neither \"left right\" nor [\"left\", \"right\"]");
+        bad_merge(where);
       }
     } while (next(']'));
   }

@@ -4,6 +4,7 @@
 
 #include "test_util.h"
 #include "tokenizer/byte_level.h"
+#include "tokenizer/json_stream.h"
 #include "util/error.h"
 
 namespace qinfer {
@@ -140,6 +141,8 @@ TEST(TokenizerLoad, FieldErrorsNameTheField) {
       {[](json& d) { d["model"]["merges"] = json::array({"a b", "ab"}); }, "model.merges[1]"},
       {[](json& d) { d["model"]["merges"] = json::array({"a b", 7}); }, "model.merges[1]"},
       {[](json& d) { d["model"]["merges"] = json::array({"b a"}); }, "model.merges[0]"},  // "ba" not in vocab
+      {[](json& d) { d["model"]["merges"] = json::array({json::array({"a", "b"}), json::array({"a"})}); }, "model.merges[1]"},
+      {[](json& d) { d["model"]["merges"] = json::array({json::array({"a", 1})}); }, "model.merges[0]"},
       {[](json& d) { d["model"]["type"] = "WordPiece"; }, "model.type"},
       {[](json& d) { d["model"]["byte_fallback"] = true; }, "model.byte_fallback"},
       {[](json& d) { d["normalizer"] = {{"type", "NFKC"}}; }, "normalizer"},
@@ -157,6 +160,29 @@ TEST(TokenizerLoad, FieldErrorsNameTheField) {
     const std::string err = error_for(doc);
     EXPECT_NE(err.find("tokenizer.json"), std::string::npos) << err;
     EXPECT_NE(err.find(c.expect), std::string::npos) << "want \"" << c.expect << "\" in: " << err;
+  }
+}
+
+TEST(TokenizerLoad, JsonParser) {
+  const std::string text =
+      R"({"model": {"vocab": {"\u0120a": 1, "\ud83d\ude0a": 22, "q\"\\\/\t": 3}, "merges": ["a b", ["c", "d"]]},)"
+      R"( "x": [1, -2.5e3, true, false, null, "\n", {}, [], 18446744073709551615]})";
+  const tok::TokenizerJson tj = tok::parse_tokenizer_json(text, "t.json");
+  ASSERT_TRUE(tj.vocab_streamed && tj.merges_streamed);
+  ASSERT_EQ(tj.vocab.size(), 3u);
+  EXPECT_EQ(tj.vocab[0], (std::pair<std::string, int64_t>{"\u0120a", 1}));
+  EXPECT_EQ(tj.vocab[1].first, "😊");
+  EXPECT_EQ(tj.vocab[2].first, "q\"\\/\t");
+  EXPECT_EQ(tj.merges[1], (std::pair<std::string, std::string>{"c", "d"}));
+  EXPECT_EQ(tj.doc["x"], json::parse(R"([1, -2.5e3, true, false, null, "\n", {}, [], 18446744073709551615])"));
+  EXPECT_TRUE(tj.doc["model"]["vocab"].is_null());
+  for (const char* bad : {"{", "{\"a\" 1}", "[1,]", "{\"a\": tru}", "\"\\ud800\"", "\"a\u0001\"", "01", "[1] 2", "{\"a\": \"\\x\"}"}) {
+    try {
+      tok::parse_tokenizer_json(bad, "t.json");
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("t.json: malformed JSON at byte"), std::string::npos) << e.what();
+    }
   }
 }
 
