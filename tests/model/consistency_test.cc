@@ -258,3 +258,62 @@ TEST(DeltaRule, ChunkedEqualsRecurrent) {
 
 }  // namespace
 }  // namespace qinfer::test
+
+namespace qinfer::test {
+namespace {
+
+TEST(KvCache, BlocksGrowAndKeepRows) {
+  KvCache c(3);
+  EXPECT_EQ(c.capacity(), 0);
+  const int64_t n = 2 * KvCache::kBlockTokens + 17;
+  c.reserve(n);
+  EXPECT_EQ(c.capacity(), 3 * KvCache::kBlockTokens);
+  for (int64_t p = 0; p < n; ++p)
+    for (int j = 0; j < 3; ++j) {
+      c.k(p)[j] = static_cast<float>(p * 10 + j);
+      c.v(p)[j] = -static_cast<float>(p * 10 + j);
+    }
+  KvCache d;
+  d.copy_from(c, n);
+  for (int64_t p = 0; p < n; ++p)
+    for (int j = 0; j < 3; ++j) {
+      ASSERT_EQ(c.k(p)[j], p * 10 + j);
+      ASSERT_EQ(d.v(p)[j], -(p * 10 + j));
+    }
+  EXPECT_EQ(c.bytes(), 2u * 3 * KvCache::kBlockTokens * 3 * sizeof(float));
+  c.clear();
+  EXPECT_EQ(c.capacity(), 0);
+}
+
+// A sequence longer than one KV block (and several delta-rule chunks): one
+// prefill equals chunked prefills plus decode steps across the block boundary.
+TEST(LongSequence, AcrossKvBlocks) {
+  Model& m = cached_model(fixtures_dir() + "/qwen35moe-tiny-s1/gptq");
+  const int64_t V = m.config().text.vocab_size;
+  const int64_t T = KvCache::kBlockTokens + 60;
+  std::vector<int> ids(T);
+  for (int64_t i = 0; i < T; ++i) ids[i] = static_cast<int>((i * 37 + 11) % 500);
+  auto a = m.new_sequence();
+  const std::vector<float> full = run(m, *a, ids);
+  auto b = m.new_sequence();
+  std::vector<float> got;
+  int64_t t = 0;
+  for (int64_t chunk : {100, 100, 50}) {
+    std::vector<int> part(ids.begin() + t, ids.begin() + t + chunk);
+    std::vector<float> l = run(m, *b, part);
+    got.insert(got.end(), l.begin(), l.end());
+    t += chunk;
+  }
+  for (; t < T; ++t) {
+    std::vector<float> l = run(m, *b, {ids[t]});
+    got.insert(got.end(), l.begin(), l.end());
+  }
+  Diff d = compare(got.data(), full.data(), full.size());
+  std::printf("  %lld tokens, chunked prefill + decode vs one prefill: rel-L2 %.3e max-abs %.3e\n",
+              static_cast<long long>(T), d.rel_l2, d.max_abs);
+  EXPECT_LT(d.rel_l2, 1e-4);
+  EXPECT_EQ(argmax(got.data() + (T - 1) * V, V), argmax(full.data() + (T - 1) * V, V));
+}
+
+}  // namespace
+}  // namespace qinfer::test
