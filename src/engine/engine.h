@@ -1,0 +1,106 @@
+// The generation engine: owns the model (through ModelRunner), the tokenizer and the
+// chat template, and runs a scheduler thread doing continuous batching:
+//  * requests wait in a FIFO queue; at most max_num_seqs are active at once;
+//  * each step is ONE batched ModelRunner::forward over every active sequence:
+//    one token per decoding sequence plus prefill chunks (prefill_chunk tokens per
+//    step in all, so a long prompt does not stall the others);
+//  * each sequence is sampled with its own sampler, checked for EOS ids, stop
+//    strings and max_tokens, and streamed to its RequestStream;
+//  * a cancelled request (client gone) is dropped, and its caches freed, at the
+//    next step; new requests join between steps.
+// The CLI uses the blocking generate().
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/gen_params.h"
+#include "engine/model_runner.h"
+#include "engine/request_stream.h"
+
+namespace qinfer {
+class Tokenizer;
+class ChatTemplate;
+}  // namespace qinfer
+
+namespace qinfer::engine {
+
+struct EngineOptions {
+  int max_num_seqs = 32;
+  int prefill_chunk = 512;        // prompt tokens per step, over all prefilling sequences
+  int64_t max_model_len = 0;      // 0: the model's max_context()
+  RunnerLoadOptions load;
+};
+
+struct EngineStats {
+  int64_t queued = 0, active = 0;
+  int64_t requests_finished = 0, requests_aborted = 0, requests_failed = 0;
+  int64_t prompt_tokens = 0, generation_tokens = 0;
+  int64_t steps = 0;
+  double busy_seconds = 0;        // time spent in forward + sampling
+};
+
+class Engine {
+ public:
+  // Loads model, and tokenizer + chat template when the folder has them.
+  static std::unique_ptr<Engine> load(const std::string& dir, const EngineOptions& opts);
+  // tokenizer / chat template may be null (id-only models).
+  Engine(std::unique_ptr<ModelRunner> model, std::unique_ptr<Tokenizer> tokenizer,
+         std::unique_ptr<ChatTemplate> chat_template, const EngineOptions& opts);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Queues a request. Throws Error for an empty prompt, ids outside the vocabulary,
+  // bad sampling parameters or prompt + max_tokens over max_model_len().
+  std::shared_ptr<RequestStream> submit(std::vector<int> prompt, const GenParams& params);
+
+  // Blocking: submits and waits; on_event (optional) sees every event as it arrives
+  // and may return false to cancel.
+  GenResult generate(const std::vector<int>& prompt, const GenParams& params,
+                     const std::function<bool(const GenEvent&)>& on_event = {});
+
+  const Tokenizer* tokenizer() const { return tokenizer_.get(); }
+  const ChatTemplate* chat_template() const { return chat_template_.get(); }
+  int64_t max_model_len() const { return max_model_len_; }
+  int vocab_size() const { return vocab_; }
+  const std::vector<int>& eos_token_ids() const { return eos_ids_; }
+  const EngineOptions& options() const { return opts_; }
+  EngineStats stats() const;
+
+  // Validates prompt length + max_tokens against the context; returns the effective
+  // max_tokens. Error text follows vLLM ("maximum context length is N tokens").
+  int64_t check_context(int64_t prompt_tokens, int64_t max_tokens) const;
+
+ private:
+  struct Seq;
+  void loop();
+  void step(std::vector<std::unique_ptr<Seq>>& active);
+  void finish_seq(Seq& s, FinishReason r, const std::string& stop_str = {}, int stop_token = -1,
+                  const std::string& error = {});
+  bool process_token(Seq& s, const float* logits);
+
+  std::unique_ptr<ModelRunner> model_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<ChatTemplate> chat_template_;
+  EngineOptions opts_;
+  int vocab_ = 0;
+  int64_t max_model_len_ = 0;
+  std::vector<int> eos_ids_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::unique_ptr<Seq>> queue_;
+  bool stop_ = false;
+  EngineStats stats_;
+  int64_t active_count_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace qinfer::engine

@@ -1,0 +1,71 @@
+// What one generation request asks of the engine, and what the engine streams back.
+// The server fills GenParams from an OpenAI request; the CLI fills it from flags.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace qinfer::engine {
+
+struct GenParams {
+  int64_t max_tokens = -1;            // -1: up to the context length
+  int64_t min_tokens = 0;             // EOS/stop ids are ignored before this many tokens
+  double temperature = 1.0;           // 0: greedy
+  double top_p = 1.0;
+  int top_k = -1;                     // -1 or 0: disabled
+  double min_p = 0.0;
+  double presence_penalty = 0.0, frequency_penalty = 0.0, repetition_penalty = 1.0;
+  std::optional<uint64_t> seed;
+  std::map<int, float> logit_bias;
+  std::vector<std::string> stop;      // stop strings, matched on the decoded text
+  std::vector<int> stop_token_ids;    // merged with the model's EOS ids
+  bool ignore_eos = false;
+  bool include_stop_str_in_output = false;
+  bool skip_special_tokens = true;
+  int logprobs = -1;                  // -1: none; N >= 0: chosen token's logprob + top N
+};
+
+enum class FinishReason { kNone, kStop, kLength, kAbort, kError };
+const char* finish_reason_name(FinishReason r);  // "stop", "length", "abort", "error", ""
+
+struct TopLogprob {
+  int token;
+  float logprob;
+};
+
+struct TokenOut {
+  int token;
+  float logprob = 0.f;                // valid when logprobs were requested
+  std::vector<TopLogprob> top;        // top-N, best first
+};
+
+// A batch of what happened to one request since the consumer last looked.
+struct GenEvent {
+  std::vector<TokenOut> tokens;       // sampled ids, in order (EOS included when it ended the request)
+  std::string text;                   // text delta (stop strings cut, incomplete UTF-8 held back)
+  bool finished = false;
+  FinishReason reason = FinishReason::kNone;
+  std::string stop_str;               // the stop string that matched, if any
+  int stop_token = -1;                // the EOS/stop id that ended it, if any
+  std::string error;                  // reason == kError
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;      // cumulative
+  double time_to_first_token = -1;    // seconds from submit, once known
+};
+
+// The full result of a blocking generate().
+struct GenResult {
+  std::vector<int> tokens;
+  std::vector<TokenOut> token_info;
+  std::string text;
+  FinishReason reason = FinishReason::kNone;
+  std::string stop_str;
+  int stop_token = -1;
+  std::string error;
+  int64_t prompt_tokens = 0, completion_tokens = 0;
+  double time_to_first_token = -1;
+};
+
+}  // namespace qinfer::engine

@@ -1,0 +1,24 @@
+// Adapter from the engine's GenParams to the sampling module: one per sequence,
+// owning its RNG and token history (for penalties).
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "engine/gen_params.h"
+
+namespace qinfer::engine {
+
+class SeqSampler {
+ public:
+  // Validates the parameters (Error names the field).
+  SeqSampler(const GenParams& p, const std::vector<int>& prompt, int vocab);
+  ~SeqSampler();
+  // Samples from a logits row (not modified); fills info (logprobs when requested).
+  int sample(const float* logits, TokenOut* info);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace qinfer::engine
