@@ -62,6 +62,17 @@ struct Editable {
     }
     e = {DType::F32, e.shape, std::move(out)};
   }
+  void to_f16(const std::string& name) {
+    Entry& e = t.at(name);
+    ASSERT_EQ(e.dtype, DType::BF16);
+    for (size_t i = 0; i < e.bytes.size() / 2; ++i) {
+      uint16_t h;
+      std::memcpy(&h, &e.bytes[2 * i], 2);
+      h = f32_to_f16(bf16_to_f32(h));
+      std::memcpy(&e.bytes[2 * i], &h, 2);
+    }
+    e.dtype = DType::F16;
+  }
   std::vector<int32_t> i32(const std::string& name) const {
     const Entry& e = t.at(name);
     std::vector<int32_t> v(e.bytes.size() / 4);
@@ -90,6 +101,7 @@ void expect_same_logits(const std::string& dir, const std::string& golden_dir, d
   Diff d = compare(got.data(), want.data(), want.size());
   std::printf("  %-40s rel-L2 %.3e max-abs %.3e\n", fs::path(dir).filename().c_str(), d.rel_l2, d.max_abs);
   EXPECT_LT(d.rel_l2, tol) << dir;
+  fs::remove_all(dir);
 }
 
 void expect_load_error(const std::string& dir, const std::vector<std::string>& needles) {
@@ -101,6 +113,7 @@ void expect_load_error(const std::string& dir, const std::vector<std::string>& n
   } catch (const Error& e) {
     for (const auto& n : needles) EXPECT_NE(std::string(e.what()).find(n), std::string::npos) << e.what();
   }
+  fs::remove_all(dir);
 }
 
 const std::string kLM = "model.language_model.";
@@ -136,6 +149,17 @@ TEST(Loader, PerExpertBf16AndF32Tensors) {
   e.to_f32(kLM + "norm.weight");
   e.to_f32("lm_head.weight");
   expect_same_logits(e.write("per_expert"), fixture("bf16"), 1e-5);
+}
+
+// The layout of the real GPTQ release: every non-expert tensor F16.
+TEST(Loader, GptqWithF16Tensors) {
+  Editable e(fixture("gptq"));
+  std::vector<std::string> names;
+  for (const auto& [n, ent] : e.t)
+    if (ent.dtype == DType::BF16 && n.rfind("mtp.", 0) != 0) names.push_back(n);
+  for (const auto& n : names) e.to_f16(n);
+  e.config["text_config"]["dtype"] = "float16";
+  expect_same_logits(e.write("gptq_f16"), fixture("gptq"), 1e-4);
 }
 
 TEST(Loader, GptqV2Zeros) {
