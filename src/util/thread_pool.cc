@@ -5,6 +5,18 @@
 
 namespace qinfer {
 
+namespace {
+// Set while a thread runs a parallel_for body: a nested parallel_for from inside
+// it runs inline on that thread instead of waiting for workers that are all busy.
+thread_local bool t_in_parallel_region = false;
+
+struct RegionGuard {
+  bool saved = t_in_parallel_region;
+  RegionGuard() { t_in_parallel_region = true; }
+  ~RegionGuard() { t_in_parallel_region = saved; }
+};
+}  // namespace
+
 ThreadPool::ThreadPool(int num_threads) {
   if (num_threads <= 0) num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   num_threads_ = num_threads;
@@ -35,6 +47,7 @@ void ThreadPool::worker(int index) {
     }
     if (index < chunks) {
       int64_t b = index * chunk, e = std::min(n, b + chunk);
+      RegionGuard guard;
       if (b < e) (*job)(b, e, index);
     }
     {
@@ -49,7 +62,8 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain,
   if (n <= 0) return;
   grain = std::max<int64_t>(1, grain);
   int chunks = static_cast<int>(std::min<int64_t>(num_threads_, (n + grain - 1) / grain));
-  if (chunks <= 1) {
+  if (chunks <= 1 || t_in_parallel_region) {
+    RegionGuard guard;
     fn(0, n, 0);
     return;
   }
@@ -61,7 +75,10 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain,
     ++generation_;
   }
   cv_start_.notify_all();
-  fn(0, std::min(n, chunk), 0);
+  {
+    RegionGuard guard;
+    fn(0, std::min(n, chunk), 0);
+  }
   std::unique_lock<std::mutex> lock(mu_);
   cv_done_.wait(lock, [&] { return pending_ == 0; });
   job_ = nullptr;

@@ -21,7 +21,8 @@ class ThreadPool {
   int size() const { return num_threads_; }
 
   // fn(begin, end, thread_index) over contiguous chunks of [0, n). Chunks hold at
-  // least `grain` items. Not reentrant: do not call parallel_for from inside fn.
+  // least `grain` items. A parallel_for called from inside fn runs inline, on the
+  // calling thread, as one chunk with thread_index 0. Exceptions must not escape fn.
   void parallel_for(int64_t n, int64_t grain,
                     const std::function<void(int64_t, int64_t, int)>& fn);
 
