@@ -1,0 +1,441 @@
+#include "server/openai_request.h"
+
+#include <cmath>
+
+#include "server/api_error.h"
+#include "util/error.h"
+
+namespace qinfer::server {
+
+using json = nlohmann::ordered_json;
+
+namespace {
+
+const char* json_type(const json& v) {
+  switch (v.type()) {
+    case json::value_t::null: return "null";
+    case json::value_t::boolean: return "a boolean";
+    case json::value_t::string: return "a string";
+    case json::value_t::array: return "an array";
+    case json::value_t::object: return "an object";
+    case json::value_t::number_float: return "a float";
+    default: return "an integer";
+  }
+}
+
+[[noreturn]] void wrong_type(const std::string& field, const char* want, const json& got) {
+  bad_request(field, cat(field, ": must be ", want, ", got ", json_type(got)));
+}
+
+bool present(const json& b, const char* k) { return b.contains(k) && !b.at(k).is_null(); }
+
+std::optional<double> opt_number(const json& b, const char* k) {
+  if (!present(b, k)) return std::nullopt;
+  const json& v = b.at(k);
+  if (!v.is_number()) wrong_type(k, "a number", v);
+  double d = v.get<double>();
+  if (!std::isfinite(d)) bad_request(k, cat(k, ": must be finite"));
+  return d;
+}
+
+std::optional<int64_t> opt_int(const json& b, const std::string& k) {
+  if (!b.contains(k) || b.at(k).is_null()) return std::nullopt;
+  const json& v = b.at(k);
+  if (v.is_number_integer()) return v.get<int64_t>();
+  if (v.is_number_float()) {
+    double d = v.get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15) return static_cast<int64_t>(d);
+  }
+  wrong_type(k, "an integer", v);
+}
+
+std::optional<bool> opt_bool(const json& b, const char* k) {
+  if (!present(b, k)) return std::nullopt;
+  const json& v = b.at(k);
+  if (!v.is_boolean()) wrong_type(k, "a boolean", v);
+  return v.get<bool>();
+}
+
+std::optional<std::string> opt_string(const json& b, const char* k) {
+  if (!present(b, k)) return std::nullopt;
+  const json& v = b.at(k);
+  if (!v.is_string()) wrong_type(k, "a string", v);
+  return v.get<std::string>();
+}
+
+void check_range(const char* k, double v, double lo, double hi, bool lo_open = false) {
+  if ((lo_open ? v <= lo : v < lo) || v > hi) {
+    bad_request(k, cat(k, ": must be in ", lo_open ? "(" : "[", std::to_string(lo), ", ", std::to_string(hi),
+                       "], got ", std::to_string(v)));
+  }
+}
+
+std::string check_model(const json& body, const RequestLimits& limits) {
+  auto m = opt_string(body, "model");
+  if (!m) return limits.model_names.empty() ? std::string() : limits.model_names.front();
+  for (const auto& name : limits.model_names) {
+    if (*m == name) return *m;
+  }
+  throw ApiError(404, cat("The model `", *m, "` does not exist."), "model", "model_not_found");
+}
+
+// Fields shared by chat and completions.
+void parse_sampling(const json& b, const RequestLimits& limits, engine::GenParams& g, int& n) {
+  const SamplingDefaults& d = limits.defaults;
+  g.temperature = opt_number(b, "temperature").value_or(d.temperature.value_or(1.0));
+  check_range("temperature", g.temperature, 0, 100);
+  g.top_p = opt_number(b, "top_p").value_or(d.top_p.value_or(1.0));
+  check_range("top_p", g.top_p, 0, 1, true);
+  g.top_k = static_cast<int>(opt_int(b, "top_k").value_or(d.top_k.value_or(-1)));
+  if (g.top_k < -1) bad_request("top_k", cat("top_k: must be -1 (disable), 0 or positive, got ", g.top_k));
+  g.min_p = opt_number(b, "min_p").value_or(d.min_p.value_or(0.0));
+  check_range("min_p", g.min_p, 0, 1);
+  g.presence_penalty = opt_number(b, "presence_penalty").value_or(0.0);
+  check_range("presence_penalty", g.presence_penalty, -2, 2);
+  g.frequency_penalty = opt_number(b, "frequency_penalty").value_or(0.0);
+  check_range("frequency_penalty", g.frequency_penalty, -2, 2);
+  g.repetition_penalty = opt_number(b, "repetition_penalty").value_or(d.repetition_penalty.value_or(1.0));
+  if (g.repetition_penalty <= 0 || g.repetition_penalty > 100) {
+    bad_request("repetition_penalty", "repetition_penalty: must be in (0, 100]");
+  }
+  if (auto s = opt_int(b, "seed")) g.seed = static_cast<uint64_t>(*s);
+  if (present(b, "stop")) {
+    const json& s = b.at("stop");
+    if (s.is_string()) {
+      if (!s.get<std::string>().empty()) g.stop.push_back(s.get<std::string>());
+    } else if (s.is_array()) {
+      for (size_t i = 0; i < s.size(); ++i) {
+        if (!s[i].is_string()) wrong_type(cat("stop[", i, "]"), "a string", s[i]);
+        if (!s[i].get<std::string>().empty()) g.stop.push_back(s[i].get<std::string>());
+      }
+    } else {
+      wrong_type("stop", "a string or an array of strings", s);
+    }
+  }
+  if (present(b, "stop_token_ids")) {
+    const json& s = b.at("stop_token_ids");
+    if (!s.is_array()) wrong_type("stop_token_ids", "an array of integers", s);
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (!s[i].is_number_integer()) wrong_type(cat("stop_token_ids[", i, "]"), "an integer", s[i]);
+      g.stop_token_ids.push_back(s[i].get<int>());
+    }
+  }
+  if (present(b, "logit_bias")) {
+    const json& lb = b.at("logit_bias");
+    if (!lb.is_object()) wrong_type("logit_bias", "an object of token id -> bias", lb);
+    for (auto it = lb.begin(); it != lb.end(); ++it) {
+      std::string field = cat("logit_bias[", it.key(), "]");
+      char* end = nullptr;
+      long id = std::strtol(it.key().c_str(), &end, 10);
+      if (it.key().empty() || *end != '\0' || id < 0) bad_request(field, cat(field, ": key must be a token id"));
+      if (!it.value().is_number()) wrong_type(field, "a number", it.value());
+      g.logit_bias[static_cast<int>(id)] = std::max(-100.f, std::min(100.f, it.value().get<float>()));
+    }
+  }
+  g.ignore_eos = opt_bool(b, "ignore_eos").value_or(false);
+  g.min_tokens = opt_int(b, "min_tokens").value_or(0);
+  if (g.min_tokens < 0) bad_request("min_tokens", "min_tokens: must be >= 0");
+  g.include_stop_str_in_output = opt_bool(b, "include_stop_str_in_output").value_or(false);
+  g.skip_special_tokens = opt_bool(b, "skip_special_tokens").value_or(true);
+  n = static_cast<int>(opt_int(b, "n").value_or(1));
+  if (n < 1 || n > 64) bad_request("n", cat("n: must be in [1, 64], got ", n));
+  if (present(b, "best_of")) {
+    auto bo = opt_int(b, "best_of");
+    if (*bo != n) bad_request("best_of", "best_of: only best_of == n is supported");
+  }
+}
+
+void parse_stream(const json& b, bool& stream, bool& include_usage, bool& continuous) {
+  stream = opt_bool(b, "stream").value_or(false);
+  if (present(b, "stream_options")) {
+    const json& so = b.at("stream_options");
+    if (!so.is_object()) wrong_type("stream_options", "an object", so);
+    if (!stream) bad_request("stream_options", "stream_options: only allowed when stream is true");
+    include_usage = opt_bool(so, "include_usage").value_or(false);
+    continuous = opt_bool(so, "continuous_usage_stats").value_or(false);
+  }
+}
+
+int64_t parse_max_tokens(const json& b, const char* first, const char* second, const SamplingDefaults& d) {
+  std::optional<int64_t> v;
+  const char* name = first;
+  if (first) v = opt_int(b, first);
+  if (!v) {
+    v = opt_int(b, second);
+    name = second;
+  }
+  if (v && *v < 1) bad_request(name, cat(name, ": must be at least 1, got ", *v));
+  if (!v && d.max_tokens) return *d.max_tokens;
+  return v.value_or(-1);
+}
+
+// Validates one message's content; counts images.
+void check_content(const json& c, const std::string& field, bool allow_null, int& images) {
+  if (c.is_string()) return;
+  if (c.is_null()) {
+    if (!allow_null) bad_request(field, cat(field, ": is required"));
+    return;
+  }
+  if (!c.is_array()) wrong_type(field, "a string or an array of content parts", c);
+  for (size_t i = 0; i < c.size(); ++i) {
+    std::string pf = cat(field, "[", i, "]");
+    const json& p = c[i];
+    if (!p.is_object()) wrong_type(pf, "an object", p);
+    auto type = opt_string(p, "type");
+    if (!type) bad_request(pf + ".type", cat(pf, ".type: is required"));
+    if (*type == "text") {
+      if (!p.contains("text") || !p["text"].is_string()) bad_request(pf + ".text", cat(pf, ".text: must be a string"));
+    } else if (*type == "image_url" || *type == "image" || *type == "input_image") {
+      ++images;
+    } else {
+      bad_request(pf + ".type", cat(pf, ".type: unsupported content part type '", *type, "'"));
+    }
+  }
+}
+
+json normalise_messages(const json& msgs, int& images) {
+  if (!msgs.is_array()) wrong_type("messages", "an array", msgs);
+  if (msgs.empty()) bad_request("messages", "messages: must contain at least one message");
+  json out = json::array();
+  for (size_t i = 0; i < msgs.size(); ++i) {
+    std::string f = cat("messages[", i, "]");
+    const json& m = msgs[i];
+    if (!m.is_object()) wrong_type(f, "an object", m);
+    if (!m.contains("role") || !m["role"].is_string()) bad_request(f + ".role", cat(f, ".role: must be a string"));
+    json nm = m;
+    std::string role = m["role"];
+    if (role == "developer") nm["role"] = role = "system";
+    if (role != "system" && role != "user" && role != "assistant" && role != "tool") {
+      bad_request(f + ".role", cat(f, ".role: unknown role '", role, "'"));
+    }
+    json content = m.contains("content") ? m["content"] : json(nullptr);
+    check_content(content, f + ".content", role == "assistant", images);
+    if (role == "assistant") {
+      if (m.contains("reasoning") && !m["reasoning"].is_null() && !m.contains("reasoning_content")) {
+        nm["reasoning_content"] = m["reasoning"];
+      }
+      if (nm.contains("reasoning_content") && !nm["reasoning_content"].is_null() &&
+          !nm["reasoning_content"].is_string()) {
+        wrong_type(f + ".reasoning_content", "a string", nm["reasoning_content"]);
+      }
+      if (nm.contains("reasoning_content") && nm["reasoning_content"].is_string()) {
+        nm["reasoning"] = nm["reasoning_content"];
+      }
+      if (m.contains("tool_calls") && !m["tool_calls"].is_null()) {
+        const json& tcs = m["tool_calls"];
+        if (!tcs.is_array()) wrong_type(f + ".tool_calls", "an array", tcs);
+        for (size_t j = 0; j < tcs.size(); ++j) {
+          std::string tf = cat(f, ".tool_calls[", j, "]");
+          if (!tcs[j].is_object() || !tcs[j].contains("function") || !tcs[j]["function"].is_object()) {
+            bad_request(tf + ".function", cat(tf, ".function: must be an object"));
+          }
+          const json& fn = tcs[j]["function"];
+          if (!fn.contains("name") || !fn["name"].is_string()) {
+            bad_request(tf + ".function.name", cat(tf, ".function.name: must be a string"));
+          }
+          json args = fn.contains("arguments") ? fn["arguments"] : json(nullptr);
+          if (args.is_string()) {
+            std::string s = args;
+            if (s.find_first_not_of(" \t\r\n") == std::string::npos) {
+              args = json::object();
+            } else {
+              try {
+                args = json::parse(s);
+              } catch (const json::exception&) {
+                bad_request(tf + ".function.arguments", cat(tf, ".function.arguments: not valid JSON"));
+              }
+            }
+          } else if (args.is_null()) {
+            args = json::object();
+          }
+          if (!args.is_object()) wrong_type(tf + ".function.arguments", "a JSON object", args);
+          nm["tool_calls"][j]["function"]["arguments"] = args;
+        }
+      }
+    }
+    out.push_back(std::move(nm));
+  }
+  return out;
+}
+
+void parse_tools(const json& b, ChatRequest& r) {
+  if (present(b, "tools")) {
+    const json& t = b.at("tools");
+    if (!t.is_array()) wrong_type("tools", "an array", t);
+    if (t.empty()) bad_request("tools", "tools: must not be an empty list");
+    for (size_t i = 0; i < t.size(); ++i) {
+      std::string f = cat("tools[", i, "]");
+      if (!t[i].is_object()) wrong_type(f, "an object", t[i]);
+      auto type = opt_string(t[i], "type").value_or("function");
+      if (type != "function") bad_request(f + ".type", cat(f, ".type: only 'function' tools are supported"));
+      if (!t[i].contains("function") || !t[i]["function"].is_object()) {
+        bad_request(f + ".function", cat(f, ".function: must be an object"));
+      }
+      const json& fn = t[i]["function"];
+      if (!fn.contains("name") || !fn["name"].is_string() || fn["name"].get<std::string>().empty()) {
+        bad_request(f + ".function.name", cat(f, ".function.name: must be a non-empty string"));
+      }
+      if (fn.contains("parameters") && !fn["parameters"].is_null() && !fn["parameters"].is_object()) {
+        wrong_type(f + ".function.parameters", "an object", fn["parameters"]);
+      }
+    }
+    r.tools = t;
+  }
+  r.tool_choice = r.tools.is_array() ? ToolChoice::kAuto : ToolChoice::kNone;
+  if (present(b, "tool_choice")) {
+    const json& tc = b.at("tool_choice");
+    if (tc.is_string()) {
+      std::string s = tc;
+      if (s == "none") r.tool_choice = ToolChoice::kNone;
+      else if (s == "auto") r.tool_choice = ToolChoice::kAuto;
+      else if (s == "required") r.tool_choice = ToolChoice::kRequired;
+      else bad_request("tool_choice", cat("tool_choice: must be 'none', 'auto', 'required' or a named function, got '", s, "'"));
+    } else if (tc.is_object()) {
+      if (!tc.contains("function") || !tc["function"].is_object() || !tc["function"].contains("name") ||
+          !tc["function"]["name"].is_string()) {
+        bad_request("tool_choice", "tool_choice: a named tool choice needs function.name");
+      }
+      r.tool_choice = ToolChoice::kNamed;
+      r.tool_choice_name = tc["function"]["name"];
+    } else {
+      wrong_type("tool_choice", "a string or an object", tc);
+    }
+    if ((r.tool_choice == ToolChoice::kRequired || r.tool_choice == ToolChoice::kNamed) && !r.tools.is_array()) {
+      bad_request("tool_choice", "tool_choice: 'required' or a named function needs tools");
+    }
+    if (r.tool_choice == ToolChoice::kAuto && !r.tools.is_array()) r.tool_choice = ToolChoice::kNone;
+    if (r.tool_choice == ToolChoice::kNamed) {
+      bool found = false;
+      for (const auto& t : r.tools) found = found || t["function"]["name"] == r.tool_choice_name;
+      if (!found) {
+        bad_request("tool_choice", cat("tool_choice: function '", r.tool_choice_name, "' is not among the tools"));
+      }
+    }
+  }
+  r.parallel_tool_calls = opt_bool(b, "parallel_tool_calls").value_or(true);
+}
+
+}  // namespace
+
+SamplingDefaults SamplingDefaults::from_generation_config(const json& gc) {
+  SamplingDefaults d;
+  if (!gc.is_object()) return d;
+  if (gc.contains("temperature") && gc["temperature"].is_number()) d.temperature = gc["temperature"].get<double>();
+  if (gc.contains("top_p") && gc["top_p"].is_number()) d.top_p = gc["top_p"].get<double>();
+  if (gc.contains("top_k") && gc["top_k"].is_number_integer()) d.top_k = gc["top_k"].get<int>();
+  if (gc.contains("min_p") && gc["min_p"].is_number()) d.min_p = gc["min_p"].get<double>();
+  if (gc.contains("repetition_penalty") && gc["repetition_penalty"].is_number()) {
+    d.repetition_penalty = gc["repetition_penalty"].get<double>();
+  }
+  if (gc.contains("max_new_tokens") && gc["max_new_tokens"].is_number_integer()) {
+    d.max_tokens = gc["max_new_tokens"].get<int64_t>();
+  }
+  return d;
+}
+
+ChatRequest parse_chat_request(const json& b, const RequestLimits& limits) {
+  if (!b.is_object()) bad_request("", "request body must be a JSON object");
+  ChatRequest r;
+  r.model = check_model(b, limits);
+  if (!b.contains("messages")) bad_request("messages", "messages: is required");
+  r.messages = normalise_messages(b["messages"], r.image_count);
+  if (r.image_count > limits.max_images_per_prompt) {
+    bad_request("messages", cat("messages: at most ", limits.max_images_per_prompt,
+                                " image(s) may be provided in one prompt; this request has ", r.image_count));
+  }
+  parse_tools(b, r);
+  parse_stream(b, r.stream, r.include_usage, r.continuous_usage);
+  parse_sampling(b, limits, r.gen, r.n);
+  r.gen.max_tokens = parse_max_tokens(b, "max_completion_tokens", "max_tokens", limits.defaults);
+  r.logprobs = opt_bool(b, "logprobs").value_or(false);
+  auto top = opt_int(b, "top_logprobs");
+  if (top) {
+    if (*top < 0 || *top > 20) bad_request("top_logprobs", cat("top_logprobs: must be in [0, 20], got ", *top));
+    if (!r.logprobs) bad_request("top_logprobs", "top_logprobs: requires logprobs to be true");
+  }
+  r.gen.logprobs = r.logprobs ? static_cast<int>(top.value_or(0)) : -1;
+  if (present(b, "chat_template_kwargs")) {
+    if (!b["chat_template_kwargs"].is_object()) wrong_type("chat_template_kwargs", "an object", b["chat_template_kwargs"]);
+    r.chat_template_kwargs = b["chat_template_kwargs"];
+  }
+  if (r.chat_template_kwargs.contains("enable_thinking")) {
+    const json& et = r.chat_template_kwargs["enable_thinking"];
+    if (!et.is_boolean()) wrong_type("chat_template_kwargs.enable_thinking", "a boolean", et);
+    r.enable_thinking = et.get<bool>();
+  } else if (auto effort = opt_string(b, "reasoning_effort")) {
+    r.enable_thinking = *effort != "none";
+    r.chat_template_kwargs["enable_thinking"] = r.enable_thinking;
+  }
+  r.include_reasoning = opt_bool(b, "include_reasoning").value_or(true);
+  r.add_generation_prompt = opt_bool(b, "add_generation_prompt").value_or(true);
+  r.continue_final_message = opt_bool(b, "continue_final_message").value_or(false);
+  if (r.add_generation_prompt && r.continue_final_message) {
+    bad_request("continue_final_message",
+                "continue_final_message: cannot be true together with add_generation_prompt");
+  }
+  if (r.continue_final_message && r.messages.back()["role"] != "assistant") {
+    bad_request("continue_final_message", "continue_final_message: the last message must be an assistant message");
+  }
+  if (present(b, "response_format")) {
+    const json& rf = b["response_format"];
+    if (!rf.is_object()) wrong_type("response_format", "an object", rf);
+    std::string t = opt_string(rf, "type").value_or("text");
+    if (t != "text") {
+      bad_request("response_format", cat("response_format: type '", t,
+                                         "' needs guided decoding, which this server does not implement"));
+    }
+  }
+  return r;
+}
+
+CompletionRequest parse_completion_request(const json& b, const RequestLimits& limits) {
+  if (!b.is_object()) bad_request("", "request body must be a JSON object");
+  CompletionRequest r;
+  r.model = check_model(b, limits);
+  if (!b.contains("prompt") || b["prompt"].is_null()) bad_request("prompt", "prompt: is required");
+  const json& p = b["prompt"];
+  auto ids_of = [](const json& a, const std::string& field) {
+    std::vector<int> ids;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (!a[i].is_number_integer()) wrong_type(cat(field, "[", i, "]"), "an integer token id", a[i]);
+      ids.push_back(a[i].get<int>());
+    }
+    if (ids.empty()) bad_request(field, cat(field, ": must not be empty"));
+    return ids;
+  };
+  if (p.is_string()) {
+    r.prompt_texts.push_back(p);
+  } else if (p.is_array() && !p.empty() && p[0].is_number_integer()) {
+    r.prompt_ids.push_back(ids_of(p, "prompt"));
+  } else if (p.is_array() && !p.empty()) {
+    bool strings = p[0].is_string();
+    for (size_t i = 0; i < p.size(); ++i) {
+      std::string f = cat("prompt[", i, "]");
+      if (strings) {
+        if (!p[i].is_string()) wrong_type(f, "a string", p[i]);
+        r.prompt_texts.push_back(p[i]);
+      } else {
+        if (!p[i].is_array()) wrong_type(f, "an array of token ids", p[i]);
+        r.prompt_ids.push_back(ids_of(p[i], f));
+      }
+    }
+  } else {
+    bad_request("prompt", "prompt: must be a non-empty string, array of strings, or array of token ids");
+  }
+  for (const auto& t : r.prompt_texts) {
+    if (t.empty()) bad_request("prompt", "prompt: must not be empty");
+  }
+  if (present(b, "suffix")) bad_request("suffix", "suffix: is not supported");
+  parse_stream(b, r.stream, r.include_usage, r.continuous_usage);
+  parse_sampling(b, limits, r.gen, r.n);
+  r.gen.max_tokens = parse_max_tokens(b, nullptr, "max_tokens", limits.defaults);
+  if (!present(b, "max_tokens") && !limits.defaults.max_tokens) r.gen.max_tokens = 16;  // OpenAI default
+  r.echo = opt_bool(b, "echo").value_or(false);
+  if (auto lp = opt_int(b, "logprobs")) {
+    if (*lp < 0 || *lp > 20) bad_request("logprobs", cat("logprobs: must be in [0, 20], got ", *lp));
+    r.gen.logprobs = static_cast<int>(*lp);
+  }
+  return r;
+}
+
+}  // namespace qinfer::server

@@ -1,0 +1,65 @@
+// OpenAI / vLLM request bodies parsed and validated into plain structs. Every bad
+// field throws ApiError 400 naming it ("temperature: must be a number"); an unknown
+// model is 404; an image count over --limit-mm-per-prompt is 400. Bodies are
+// nlohmann::ordered_json so messages and tools keep their key order for the template.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/gen_params.h"
+
+namespace qinfer::server {
+
+// Sampling defaults for fields a request leaves out (vLLM takes them from the
+// model's generation_config.json), then the OpenAI defaults.
+struct SamplingDefaults {
+  std::optional<double> temperature, top_p, min_p, repetition_penalty;
+  std::optional<int> top_k;
+  std::optional<int64_t> max_tokens;
+  static SamplingDefaults from_generation_config(const nlohmann::ordered_json& gc);
+};
+
+struct RequestLimits {
+  std::vector<std::string> model_names;  // accepted "model" values (the first is reported)
+  int max_images_per_prompt = 1;
+  SamplingDefaults defaults;
+};
+
+enum class ToolChoice { kNone, kAuto, kRequired, kNamed };
+
+struct ChatRequest {
+  std::string model;
+  nlohmann::ordered_json messages;       // normalised for the chat template
+  nlohmann::ordered_json tools;          // null or a non-empty array
+  ToolChoice tool_choice = ToolChoice::kNone;
+  std::string tool_choice_name;          // kNamed
+  bool parallel_tool_calls = true;
+  bool stream = false, include_usage = false, continuous_usage = false;
+  int n = 1;
+  engine::GenParams gen;
+  bool logprobs = false;
+  nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();
+  bool enable_thinking = true;
+  bool include_reasoning = true;
+  bool add_generation_prompt = true, continue_final_message = false;
+  int image_count = 0;
+};
+
+struct CompletionRequest {
+  std::string model;
+  std::vector<std::string> prompt_texts;    // prompt given as text (one per prompt)
+  std::vector<std::vector<int>> prompt_ids; // prompt given as token ids
+  bool stream = false, include_usage = false, continuous_usage = false;
+  bool echo = false;
+  int n = 1;
+  engine::GenParams gen;
+  size_t num_prompts() const { return prompt_texts.size() + prompt_ids.size(); }
+};
+
+ChatRequest parse_chat_request(const nlohmann::ordered_json& body, const RequestLimits& limits);
+CompletionRequest parse_completion_request(const nlohmann::ordered_json& body, const RequestLimits& limits);
+
+}  // namespace qinfer::server

@@ -1,0 +1,62 @@
+// A model stand-in that "generates" a fixed token script: the next token is the
+// script entry after the longest suffix of the sequence's history that matches a
+// script prefix, so every sequence (batched or not) replays the script, then EOS.
+#pragma once
+#include <atomic>
+#include <mutex>
+#include <vector>
+
+#include "engine/model_runner.h"
+
+namespace qinfer::server::testing {
+
+class ScriptedSequence : public engine::RunnerSequence {
+ public:
+  explicit ScriptedSequence(std::atomic<int>* live) : live_(live) { ++*live_; }
+  ~ScriptedSequence() override { --*live_; }
+  std::vector<int> history;
+
+ private:
+  std::atomic<int>* live_;
+};
+
+class ScriptedRunner : public engine::ModelRunner {
+ public:
+  ScriptedRunner(int vocab, int eos, int64_t max_ctx = 4096) : vocab_(vocab), eos_(eos), max_ctx_(max_ctx) {}
+  void set_script(std::vector<int> s) {
+    std::lock_guard<std::mutex> lk(mu_);
+    script_ = std::move(s);
+  }
+  std::atomic<int> live{0};
+  int vocab_size() const override { return vocab_; }
+  int64_t max_context() const override { return max_ctx_; }
+  std::vector<int> eos_token_ids() const override { return {eos_}; }
+  std::unique_ptr<engine::RunnerSequence> new_sequence() override {
+    return std::make_unique<ScriptedSequence>(&live);
+  }
+  void forward(const std::vector<engine::RunnerStep>& steps) override {
+    std::lock_guard<std::mutex> lk(mu_);
+    for (const auto& s : steps) {
+      auto* q = static_cast<ScriptedSequence*>(s.seq);
+      q->history.insert(q->history.end(), s.tokens, s.tokens + s.n_tokens);
+      size_t m = 0;
+      for (size_t j = std::min(script_.size(), q->history.size()); j > 0; --j) {
+        if (std::equal(script_.begin(), script_.begin() + static_cast<long>(j), q->history.end() - static_cast<long>(j))) {
+          m = j;
+          break;
+        }
+      }
+      int target = m < script_.size() ? script_[m] : eos_;
+      std::fill(s.logits, s.logits + vocab_, 0.f);
+      s.logits[target] = 100.f;
+    }
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<int> script_;
+  int vocab_, eos_;
+  int64_t max_ctx_;
+};
+
+}  // namespace qinfer::server::testing

@@ -1,0 +1,67 @@
+#include "server/serve_options.h"
+
+#include <gtest/gtest.h>
+
+#include "util/error.h"
+
+namespace qinfer::server {
+namespace {
+
+ServeOptions parse(std::vector<std::string> args) {
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  return parse_serve_options(static_cast<int>(argv.size()), argv.data());
+}
+
+TEST(ServeOptions, AcceptsTheVllmFlagSet) {
+  auto o = parse({"/models/qwen", "--gpu-memory-utilization", "0.95", "--max-model-len", "256000",
+                  "--tensor-parallel-size", "4", "--reasoning-parser", "qwen3", "--enable-auto-tool-choice",
+                  "--tool-call-parser", "qwen3_coder", "--dtype", "float16", "--skip-mm-profiling",
+                  "--limit-mm-per-prompt", "{\"image\": 2}", "--host", "127.0.0.1", "--port", "8123",
+                  "--api-key", "sk-1", "--served-model-name", "qwen3.6", "--max-num-seqs", "8"});
+  EXPECT_EQ(o.model_dir, "/models/qwen");
+  EXPECT_EQ(o.max_model_len, 256000);
+  EXPECT_EQ(o.reasoning_parser, "qwen3");
+  EXPECT_EQ(o.tool_call_parser, "qwen3_coder");
+  EXPECT_TRUE(o.enable_auto_tool_choice);
+  EXPECT_EQ(o.max_images_per_prompt, 2);
+  EXPECT_EQ(o.host, "127.0.0.1");
+  EXPECT_EQ(o.port, 8123);
+  EXPECT_EQ(o.api_key, "sk-1");
+  EXPECT_EQ(o.served_model_names, std::vector<std::string>{"qwen3.6"});
+  EXPECT_EQ(o.max_num_seqs, 8);
+  std::vector<std::string> want = {"--gpu-memory-utilization 0.95", "--tensor-parallel-size 4",
+                                   "--dtype float16", "--skip-mm-profiling"};
+  EXPECT_EQ(o.ignored, want);
+}
+
+TEST(ServeOptions, SeveralServedNamesAndEqualsForm) {
+  auto o = parse({"--served-model-name", "a", "b", "--port=0", "m"});
+  EXPECT_EQ(o.served_model_names, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(o.port, 0);
+  EXPECT_EQ(o.model_dir, "m");
+}
+
+TEST(ServeOptions, ErrorsNameTheFlag) {
+  auto expect_fail = [](std::vector<std::string> args, const std::string& needle) {
+    try {
+      parse(args);
+      ADD_FAILURE() << "no error, wanted " << needle;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expect_fail({}, "MODEL_DIR");
+  expect_fail({"m", "--port", "99999"}, "--port");
+  expect_fail({"m", "--port", "x"}, "--port");
+  expect_fail({"m", "--max-num-seqs", "0"}, "--max-num-seqs");
+  expect_fail({"m", "--reasoning-parser", "deepseek_r1"}, "--reasoning-parser");
+  expect_fail({"m", "--tool-call-parser", "hermes"}, "--tool-call-parser");
+  expect_fail({"m", "--limit-mm-per-prompt", "image=2"}, "--limit-mm-per-prompt");
+  expect_fail({"m", "--enable-auto-tool-choice"}, "--enable-auto-tool-choice");
+  expect_fail({"m", "--no-such-flag"}, "--no-such-flag");
+  expect_fail({"m", "n"}, "unexpected argument");
+}
+
+}  // namespace
+}  // namespace qinfer::server
