@@ -78,6 +78,20 @@ struct HttpServer::Impl {
   void completions(const httplib::Request& req, httplib::Response& res);
   void respond(std::shared_ptr<GenerationJob> job, bool stream, httplib::Response& res);
 
+  JobConfig job_config(bool chat, const std::string& name, bool stream, bool include_usage, bool continuous) {
+    JobConfig jc;
+    jc.chat = chat;
+    jc.id = make_request_id(chat ? "chatcmpl-" : "cmpl-");
+    jc.model = name;
+    jc.created = unix_time();
+    jc.stream = stream;
+    jc.include_usage = include_usage;
+    jc.continuous_usage = continuous;
+    jc.tokenizer = eng.tokenizer();
+    jc.eos_ids = eng.eos_token_ids();
+    return jc;
+  }
+
   // Queues n samples of one prompt (seed + i for the i-th); if the engine refuses one,
   // everything queued for this HTTP request so far is cancelled before the error goes on.
   void submit_choices(const std::vector<int>& ids, const engine::GenParams& gen, int n,
@@ -273,18 +287,9 @@ void HttpServer::Impl::chat(const httplib::Request& req, httplib::Response& res)
   oc.parallel_tool_calls = r.parallel_tool_calls;
   oc.include_reasoning = r.include_reasoning;
 
-  JobConfig jc;
-  jc.chat = true;
-  jc.id = make_request_id("chatcmpl-");
-  jc.model = r.model;
-  jc.created = unix_time();
-  jc.stream = r.stream;
-  jc.include_usage = r.include_usage;
-  jc.continuous_usage = r.continuous_usage;
+  JobConfig jc = job_config(true, r.model, r.stream, r.include_usage, r.continuous_usage);
   jc.logprobs = r.logprobs;
   jc.named_tool_choice = r.tool_choice == ToolChoice::kNamed;
-  jc.tokenizer = tok;
-  jc.eos_ids = eng.eos_token_ids();
   jc.think_end_id = (oc.reasoning && thinking) ? think_end_id : -1;
 
   std::vector<JobChoice> choices;
@@ -315,18 +320,9 @@ void HttpServer::Impl::completions(const httplib::Request& req, httplib::Respons
     if (p.empty()) throw ApiError(400, "prompt: encodes to no tokens", "prompt");
     eng.check_context(static_cast<int64_t>(p.size()), r.gen.max_tokens);
   }
-  JobConfig jc;
-  jc.chat = false;
-  jc.id = make_request_id("cmpl-");
-  jc.model = r.model;
-  jc.created = unix_time();
-  jc.stream = r.stream;
-  jc.include_usage = r.include_usage;
-  jc.continuous_usage = r.continuous_usage;
+  JobConfig jc = job_config(false, r.model, r.stream, r.include_usage, r.continuous_usage);
   jc.logprobs = r.gen.logprobs >= 0;
   jc.return_token_ids = !tok || (body.contains("return_token_ids") && body["return_token_ids"] == true);
-  jc.tokenizer = tok;
-  jc.eos_ids = eng.eos_token_ids();
   std::vector<JobChoice> choices;
   for (size_t p = 0; p < prompts.size(); ++p) {
     size_t first = choices.size();
