@@ -255,7 +255,9 @@ TEST_F(ServerTest, Errors) {
     json j = json::parse(r->body);
     ASSERT_TRUE(j.contains("error")) << r->body;
     EXPECT_TRUE(j["error"]["message"].is_string());
-    if (!param.empty()) EXPECT_EQ(j["error"]["param"], param) << r->body;
+    if (!param.empty()) {
+      EXPECT_EQ(j["error"]["param"], param) << r->body;
+    }
   };
   json b = chat_req();
   b["model"] = "other";
@@ -296,6 +298,27 @@ TEST_F(ServerTest, ClientDisconnectFreesSequence) {
     freed = engine_->stats().requests_aborted > aborted && runner_->live.load() == 0;
   }
   EXPECT_TRUE(freed) << "the disconnected request kept running";
+}
+
+TEST_F(ServerTest, NonStreamingClientGoneIsNoticed) {
+  script("la la la la ");
+  runner_->delay_ms = 5;
+  int64_t aborted = engine_->stats().requests_aborted;
+  {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_default_headers({{"Authorization", "Bearer sk-test"}});
+    c.set_read_timeout(0, 200000);  // gives up long before the answer is complete
+    auto r = c.Post("/v1/completions", json{{"prompt", "sing"}, {"ignore_eos", true}, {"max_tokens", 1500}}.dump(),
+                    "application/json");
+    EXPECT_FALSE(r && r->status == 200 && r->body.find("choices") != std::string::npos);
+  }
+  bool freed = false;
+  for (int i = 0; i < 250 && !freed; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    freed = engine_->stats().requests_aborted > aborted && runner_->live.load() == 0;
+  }
+  runner_->delay_ms = 0;
+  EXPECT_TRUE(freed) << "the abandoned non-streaming request kept running";
 }
 
 }  // namespace

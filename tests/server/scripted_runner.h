@@ -3,7 +3,9 @@
 // script prefix, so every sequence (batched or not) replays the script, then EOS.
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "engine/model_runner.h"
@@ -28,6 +30,7 @@ class ScriptedRunner : public engine::ModelRunner {
     script_ = std::move(s);
   }
   std::atomic<int> live{0};
+  std::atomic<int> delay_ms{0};  // per forward call, to keep a request running for a while
   int vocab_size() const override { return vocab_; }
   int64_t max_context() const override { return max_ctx_; }
   std::vector<int> eos_token_ids() const override { return {eos_}; }
@@ -35,6 +38,7 @@ class ScriptedRunner : public engine::ModelRunner {
     return std::make_unique<ScriptedSequence>(&live);
   }
   void forward(const std::vector<engine::RunnerStep>& steps) override {
+    if (delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms.load()));
     std::lock_guard<std::mutex> lk(mu_);
     for (const auto& s : steps) {
       auto* q = static_cast<ScriptedSequence*>(s.seq);
