@@ -279,15 +279,25 @@ void Engine::step(std::vector<std::unique_ptr<Seq>>& active) {
     budget -= n;
     prefill_tokens += n;
   }
+  std::vector<char> ok(steps.size(), 1);
   try {
     model_->forward(steps);
   } catch (const std::exception& e) {
-    log_error("forward failed for a batch of ", steps.size(), " sequences: ", e.what());
-    for (Seq* s : owners) finish_seq(*s, FinishReason::kError, {}, -1, e.what());
-    return;
+    // The model checks its input before touching any state, so the steps can be
+    // retried one by one to fail only the sequence at fault.
+    log_warn("batched forward of ", steps.size(), " sequences failed (", e.what(), "); retrying one by one");
+    for (size_t i = 0; i < steps.size(); ++i) {
+      try {
+        model_->forward({steps[i]});
+      } catch (const std::exception& e1) {
+        ok[i] = 0;
+        finish_seq(*owners[i], FinishReason::kError, {}, -1, e1.what());
+      }
+    }
   }
   int64_t generated = 0;
   for (size_t i = 0; i < steps.size(); ++i) {
+    if (!ok[i]) continue;
     Seq& s = *owners[i];
     if (s.prefilled < static_cast<int64_t>(s.prompt.size())) s.prefilled += steps[i].n_tokens;
     if (!samples[i] || s.done) continue;

@@ -36,7 +36,7 @@ std::vector<int> prompt_of(int i, int len) {
   std::vector<int> p;
   for (int k = 0; k < len; ++k) {
     int v = 1 + (i * 31 + k * 7) % 60;
-    p.push_back(v == testing::kFakeToEos ? v + 1 : v);
+    p.push_back(v == testing::kFakeToEos || v == testing::kFakePoison ? v + 1 : v);
   }
   return p;
 }
@@ -240,6 +240,32 @@ TEST(Engine, SeededSamplingReproducible) {
     ASSERT_EQ(t.top.size(), 3u);
     EXPECT_GE(t.top[0].logprob, t.top[1].logprob);
   }
+}
+
+TEST(Engine, ForwardErrorFailsOnlyTheSequenceAtFault) {
+  FakeStats st;
+  auto e = make_engine(&st);
+  st.close_gate();
+  auto good_prompt = prompt_of(2, 9);
+  auto good = e->submit(good_prompt, greedy(10));
+  auto bad = e->submit({1, 2, testing::kFakePoison}, greedy(10));
+  st.open_gate();
+  GenEvent ev;
+  bool finished = false;
+  for (int i = 0; i < 200 && !finished; ++i) finished = bad->take(ev, 0.05) && ev.finished;
+  ASSERT_TRUE(finished);
+  EXPECT_EQ(ev.reason, FinishReason::kError);
+  EXPECT_NE(ev.error.find("poisoned"), std::string::npos);
+  std::vector<int> got;
+  finished = false;
+  for (int i = 0; i < 200 && !finished; ++i) {
+    if (good->take(ev, 0.05)) {
+      for (const auto& t : ev.tokens) got.push_back(t.token);
+      finished = ev.finished;
+    }
+  }
+  EXPECT_EQ(got, fake_greedy(good_prompt, 10));
+  EXPECT_EQ(e->stats().requests_failed, 1);
 }
 
 TEST(Engine, StopStringsNeedTokenizer) {

@@ -18,6 +18,7 @@ namespace qinfer::engine::testing {
 inline constexpr int kFakeVocab = 64;
 inline constexpr int kFakeEos = 0;
 inline constexpr int kFakeToEos = 7;   // after token 7 the fake always predicts EOS
+inline constexpr int kFakePoison = 63; // forward() refuses a step holding this token
 
 struct FakeStats {
   std::atomic<int> live{0}, max_live{0};
@@ -56,7 +57,7 @@ class FakeSequence : public RunnerSequence {
 // Greedy target of a history hash.
 inline int fake_target(uint64_t hash, int last) {
   if (last == kFakeToEos) return kFakeEos;
-  return 1 + static_cast<int>((hash >> 17) % (kFakeVocab - 1));
+  return 1 + static_cast<int>((hash >> 17) % (kFakeVocab - 2));  // never the poison id
 }
 
 inline void fake_fill(uint64_t hash, int last, float* logits) {
@@ -65,6 +66,7 @@ inline void fake_fill(uint64_t hash, int last, float* logits) {
     logits[j] = static_cast<float>(std::sin(static_cast<double>((hash >> 7) % 1000) + j));
   }
   logits[t] = 4.f;
+  logits[kFakePoison] = -1e30f;  // not even sampled
 }
 
 inline uint64_t fake_mix(uint64_t h, int tok) { return (h ^ static_cast<uint64_t>(tok + 1)) * 1099511628211ull; }
@@ -82,11 +84,17 @@ class FakeRunner : public ModelRunner {
       stats_->gate_cv.wait_for(lk, std::chrono::seconds(10), [&] { return !stats_->gate_closed; });
     }
     std::vector<int64_t> sizes;
+    // Like the real model: every step is checked before any state changes.
     for (const auto& s : steps) {
-      auto* q = static_cast<FakeSequence*>(s.seq);
       if (s.n_tokens < 1 || !s.logits) fail("fake: bad step");
       for (int64_t i = 0; i < s.n_tokens; ++i) {
         if (s.tokens[i] < 0 || s.tokens[i] >= kFakeVocab) fail("fake: token out of range");
+        if (s.tokens[i] == kFakePoison) fail("fake: poisoned token");
+      }
+    }
+    for (const auto& s : steps) {
+      auto* q = static_cast<FakeSequence*>(s.seq);
+      for (int64_t i = 0; i < s.n_tokens; ++i) {
         q->hash = fake_mix(q->hash, s.tokens[i]);
         q->last = s.tokens[i];
       }
