@@ -1,0 +1,251 @@
+// The CLI contract that external checks call: `qinfer logits` and
+// `qinfer generate --ids ... --print-ids` on every fixture against the golden
+// outputs, and bad checkpoints exiting non-zero with a message that names the
+// file and the tensor or key.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "io/safetensors.h"
+
+namespace qinfer {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RunResult {
+  int code;
+  std::string out;  // stdout + stderr
+};
+
+RunResult run(const std::string& args) {
+  std::string cmd = std::string(QINFER_BINARY) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  RunResult r{-1, ""};
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  int st = pclose(p);
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+  return r;
+}
+
+std::string fixture(const std::string& name) { return std::string(QINFER_SHARED_DIR) + "/fixtures/text/" + name; }
+
+const std::vector<std::string> kFixtures = {"qwen35moe-tiny-s1/bf16", "qwen35moe-tiny-s1/gptq",
+                                            "qwen35moe-tiny-s2/bf16", "qwen35moe-tiny-s2/gptq"};
+
+std::string join(const std::vector<int>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s;
+}
+
+std::string temp_path(const std::string& name) {
+  auto d = fs::temp_directory_path() / ("qinfer_cli_test_" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  return (d / name).string();
+}
+
+TEST(CliContract, LogitsMatchGoldenOnEveryFixture) {
+  for (const auto& fx : kFixtures) {
+    SafetensorsFile golden(fixture(fx) + "/golden.safetensors");
+    std::map<std::string, const TensorInfo*> g;
+    for (const auto& t : golden.tensors()) g[t.name] = &t;
+    for (int p = 0; p < 3; ++p) {
+      std::string pre = "p" + std::to_string(p) + ".";
+      const TensorInfo* ids_t = g.at(pre + "input_ids");
+      const TensorInfo* logits_t = g.at(pre + "logits");
+      std::vector<int> ids(reinterpret_cast<const int32_t*>(ids_t->data),
+                           reinterpret_cast<const int32_t*>(ids_t->data) + ids_t->numel());
+      std::string out = temp_path("logits.f32");
+      RunResult r = run("logits --model " + fixture(fx) + " --ids " + join(ids) + " --out " + out);
+      ASSERT_EQ(r.code, 0) << fx << " " << r.out;
+      std::ifstream f(out, std::ios::binary);
+      std::vector<float> got(static_cast<size_t>(logits_t->numel()));
+      f.read(reinterpret_cast<char*>(got.data()), static_cast<std::streamsize>(got.size() * 4));
+      ASSERT_EQ(f.gcount(), static_cast<std::streamsize>(got.size() * 4)) << fx << ": wrong logits file size";
+      const float* want = reinterpret_cast<const float*>(logits_t->data);
+      double num = 0, den = 0, max_abs = 0;
+      for (size_t i = 0; i < got.size(); ++i) {
+        double d = got[i] - want[i];
+        num += d * d;
+        den += static_cast<double>(want[i]) * want[i];
+        max_abs = std::max(max_abs, std::fabs(d));
+      }
+      double rel = std::sqrt(num / den);
+      std::printf("%s %s rel L2 %.3g max abs %.3g\n", fx.c_str(), pre.c_str(), rel, max_abs);
+      EXPECT_LT(rel, 1e-3) << fx << " " << pre;
+      EXPECT_LT(max_abs, 1e-3) << fx << " " << pre;
+    }
+  }
+}
+
+TEST(CliContract, GreedyIdsMatchGolden) {
+  for (const auto& fx : kFixtures) {
+    std::ifstream in(fixture(fx) + "/golden.json");
+    auto j = nlohmann::json::parse(in);
+    for (const auto& p : j["prompts"]) {
+      std::vector<int> ids = p["input_ids"].get<std::vector<int>>();
+      std::vector<int> want = p["greedy_tokens"].get<std::vector<int>>();
+      RunResult r = run("generate --model " + fixture(fx) + " --ids " + join(ids) + " --max-tokens " +
+                        std::to_string(want.size()) + " --temperature 0 --print-ids");
+      ASSERT_EQ(r.code, 0) << fx << " " << r.out;
+      EXPECT_NE(r.out.find(join(want) + "\n"), std::string::npos) << fx << " " << p["name"] << ": " << r.out;
+    }
+  }
+}
+
+// Copies a fixture into a temp folder, applies `mutate`, and expects
+// `qinfer logits` to fail with every one of `needles` in its message.
+void expect_load_error(const std::string& tag, const std::function<void(const fs::path&)>& mutate,
+                       const std::vector<std::string>& needles) {
+  fs::path dir = temp_path("bad_" + tag);
+  fs::remove_all(dir);
+  fs::copy(fixture("qwen35moe-tiny-s1/gptq"), dir, fs::copy_options::recursive);
+  for (auto& e : fs::directory_iterator(dir)) fs::permissions(e.path(), fs::perms::owner_write, fs::perm_options::add);
+  fs::permissions(dir, fs::perms::owner_all, fs::perm_options::add);
+  mutate(dir);
+  RunResult r = run("logits --model " + dir.string() + " --ids 1,2,3 --out " + temp_path("x.f32"));
+  EXPECT_EQ(r.code, 1) << tag << ": " << r.out;
+  EXPECT_EQ(r.out.find("internal error"), std::string::npos) << tag << ": " << r.out;
+  for (const auto& n : needles) EXPECT_NE(r.out.find(n), std::string::npos) << tag << ": '" << n << "' not in: " << r.out;
+}
+
+// Rewrites model.safetensors with one tensor changed by `edit` (name -> new dtype/shape/bytes or drop).
+void rewrite(const fs::path& dir, const std::function<bool(const TensorInfo&, SafetensorsWriter&)>& edit) {
+  SafetensorsWriter w;
+  {
+    SafetensorsFile f((dir / "model.safetensors").string());
+    for (const auto& t : f.tensors())
+      if (!edit(t, w)) w.add(t.name, t.dtype, t.shape, std::vector<uint8_t>(t.data, t.data + t.nbytes));
+  }
+  w.write((dir / "model.safetensors").string());
+}
+
+TEST(CliContract, BadCheckpointsGiveNamedErrors) {
+  expect_load_error("truncated", [](const fs::path& d) {
+    fs::resize_file(d / "model.safetensors", fs::file_size(d / "model.safetensors") - 100);
+  }, {"model.safetensors", "truncated"});
+  expect_load_error("offsets", [](const fs::path& d) {
+    std::fstream f(d / "model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+    uint64_t n;
+    f.read(reinterpret_cast<char*>(&n), 8);
+    std::string h(n, ' ');
+    f.read(h.data(), static_cast<std::streamsize>(n));
+    // Overwrite the end offset of lm_head.weight with as many 9s (same header length).
+    size_t at = h.find("\"lm_head.weight\"");
+    size_t off = h.find("data_offsets", at);
+    size_t comma = h.find(',', off), close = h.find(']', comma);
+    std::string nh = h;
+    for (size_t i = comma + 1; i < close; ++i) nh[i] = '9';
+    f.seekp(8);
+    f.write(nh.data(), static_cast<std::streamsize>(n));
+  }, {"model.safetensors", "lm_head.weight"});
+  expect_load_error("missing", [](const fs::path& d) {
+    rewrite(d, [](const TensorInfo& t, SafetensorsWriter&) { return t.name == "model.language_model.layers.1.linear_attn.out_proj.weight"; });
+  }, {"model.language_model.layers.1.linear_attn.out_proj.weight"});
+  expect_load_error("shape", [](const fs::path& d) {
+    rewrite(d, [](const TensorInfo& t, SafetensorsWriter& w) {
+      if (t.name != "model.language_model.layers.3.self_attn.k_proj.weight") return false;
+      w.add(t.name, t.dtype, {t.shape[0] / 2, t.shape[1]}, std::vector<uint8_t>(t.data, t.data + t.nbytes / 2));
+      return true;
+    });
+  }, {"model.safetensors", "model.language_model.layers.3.self_attn.k_proj.weight", "shape"});
+  expect_load_error("dtype", [](const fs::path& d) {
+    rewrite(d, [](const TensorInfo& t, SafetensorsWriter& w) {
+      if (t.name != "model.language_model.norm.weight") return false;
+      w.add(t.name, DType::I8, {t.shape[0] * 2}, std::vector<uint8_t>(t.data, t.data + t.nbytes));
+      return true;
+    });
+  }, {"model.language_model.norm.weight"});
+  expect_load_error("config", [](const fs::path& d) {
+    std::ifstream in(d / "config.json");
+    auto j = nlohmann::json::parse(in);
+    in.close();
+    j["text_config"].erase("num_experts");
+    std::ofstream(d / "config.json") << j.dump(1);
+  }, {"config.json", "num_experts"});
+}
+
+TEST(CliContract, BadRequestsAreRejected) {
+  RunResult r = run("logits --model " + fixture("qwen35moe-tiny-s1/bf16") + " --ids 1,99999 --out " + temp_path("y.f32"));
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("99999"), std::string::npos) << r.out;
+  r = run("generate --model " + fixture("qwen35moe-tiny-s1/bf16") + " --ids 1,x --print-ids");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("--ids"), std::string::npos) << r.out;
+  r = run("logits --model /nonexistent --ids 1 --out " + temp_path("z.f32"));
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("/nonexistent"), std::string::npos) << r.out;
+  r = run("nosuchcommand");
+  EXPECT_EQ(r.code, 2) << r.out;
+}
+
+TEST(CliContract, InspectAndSynthRoundTrip) {
+  std::string dir = temp_path("synth");
+  fs::remove_all(dir);
+  RunResult r = run("synth --out " + dir + " --layers 4 --hidden 64 --experts 8 --experts-per-tok 2 --vocab 300 --moe-intermediate 64");
+  ASSERT_EQ(r.code, 0) << r.out;
+  r = run("inspect " + dir);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("4 (3 linear attention, 1 full attention)"), std::string::npos) << r.out;
+  auto at = r.out.find("GPTQ modules");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  EXPECT_EQ(std::stoi(r.out.substr(at + 12)), 96) << r.out;  // 4 layers x 8 experts x 3
+  r = run("generate --model " + dir + " --ids 1,2,3 --max-tokens 4 --temperature 0 --print-ids");
+  ASSERT_EQ(r.code, 0) << r.out;
+}
+
+}  // namespace
+}  // namespace qinfer
+
+namespace qinfer {
+namespace {
+
+// Perplexity over one window equals exp(mean NLL) computed from the golden logits.
+TEST(CliContract, PerplexityMatchesGoldenLogits) {
+  const std::string fx = fixture("qwen35moe-tiny-s1/bf16");
+  SafetensorsFile golden(fx + "/golden.safetensors");
+  const TensorInfo *ids_t = nullptr, *logits_t = nullptr;
+  for (const auto& t : golden.tensors()) {
+    if (t.name == "p2.input_ids") ids_t = &t;
+    if (t.name == "p2.logits") logits_t = &t;
+  }
+  ASSERT_TRUE(ids_t && logits_t);
+  const int32_t* ids = reinterpret_cast<const int32_t*>(ids_t->data);
+  const float* lg = reinterpret_cast<const float*>(logits_t->data);
+  const int64_t T = ids_t->numel(), V = logits_t->shape[1];
+  double sum = 0;
+  for (int64_t t = 1; t < T; ++t) {
+    const float* row = lg + (t - 1) * V;
+    double mx = row[0], s = 0;
+    for (int64_t i = 0; i < V; ++i) mx = std::max(mx, static_cast<double>(row[i]));
+    for (int64_t i = 0; i < V; ++i) s += std::exp(row[i] - mx);
+    sum += std::log(s) + mx - row[ids[t]];
+  }
+  const double want = std::exp(sum / static_cast<double>(T - 1));
+  std::vector<int> v(ids, ids + T);
+  RunResult r = run("perplexity --model " + fx + " --ids " + join(v) + " --ctx 128 --stride 64");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto pos = r.out.find(" ppl ");
+  ASSERT_NE(pos, std::string::npos) << r.out;
+  double got = std::stod(r.out.substr(pos + 5));
+  EXPECT_NEAR(got, want, 1e-3 * want) << r.out;
+  // Several windows (stride 16) still score every token once.
+  r = run("perplexity --model " + fx + " --ids " + join(v) + " --ctx 32 --stride 16");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("scored " + std::to_string(T - 1) + " "), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace qinfer
