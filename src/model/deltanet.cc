@@ -31,7 +31,9 @@ void deltanet_forward(const TextConfig& tc, const DeltaNetWeights& w, int cache_
   float* act = ar.alloc<float>(N * conv_dim);
   constexpr int64_t kChanBlock = 512;
   const int64_t nblocks = (conv_dim + kChanBlock - 1) / kChanBlock;
-  parallel_for(static_cast<int64_t>(spans.size()) * nblocks, 1, [&](int64_t i0, int64_t i1, int) {
+  // A few tokens are cheaper inline than a thread-pool dispatch.
+  const int64_t conv_items = static_cast<int64_t>(spans.size()) * nblocks;
+  parallel_for(conv_items, N >= 8 ? 1 : conv_items, [&](int64_t i0, int64_t i1, int) {
     for (int64_t it = i0; it < i1; ++it) {
       const Span& sp = spans[it / nblocks];
       const int64_t c0 = (it % nblocks) * kChanBlock, c1 = std::min(conv_dim, c0 + kChanBlock);

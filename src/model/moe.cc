@@ -86,7 +86,7 @@ void moe_forward(const TextConfig& tc, const MoeWeights& w, const float* U, int6
   // SwiGLU. Fused experts give [n][gate | up] rows, split ones [gate block][up block].
   float* hid = ar.alloc<float>(R * I);
   float* shid = ar.alloc<float>(N * Is);
-  parallel_for(E, 1, [&](int64_t e0, int64_t e1, int) {
+  parallel_for(E, R >= 64 ? 1 : E, [&](int64_t e0, int64_t e1, int) {   // inline for a few tokens
     for (int64_t e = e0; e < e1; ++e) {
       const int64_t n = offset[e + 1] - offset[e];
       const float* Y = gu + offset[e] * 2 * I;
