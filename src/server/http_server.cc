@@ -5,6 +5,7 @@
 
 #include <httplib.h>
 
+#include "chat/reasoning_parser.h"
 #include "jinja/chat_template.h"
 #include "server/api_error.h"
 #include "server/generation_job.h"
@@ -269,7 +270,9 @@ void HttpServer::Impl::chat(const httplib::Request& req, httplib::Response& res)
   // tool_choice "required" / named: there is no guided decoding here; the call is
   // forced by writing its opening tags into the prompt (thinking closed first).
   std::string forced;
-  bool thinking = r.enable_thinking && r.add_generation_prompt;
+  // As vLLM's is_reasoning_end on the prompt: output starts as reasoning unless the
+  // prompt already closed the think block (enable_thinking=false, continued answers).
+  bool thinking = !chat::prompt_ends_reasoning(prompt);
   if (r.tool_choice == ToolChoice::kRequired || r.tool_choice == ToolChoice::kNamed) {
     if (thinking) forced += "</think>\n\n";
     forced += "<tool_call>\n<function=";

@@ -300,6 +300,38 @@ TEST_F(ServerTest, ClientDisconnectFreesSequence) {
   EXPECT_TRUE(freed) << "the disconnected request kept running";
 }
 
+TEST_F(ServerTest, RequiredAndNamedToolChoiceForceACall) {
+  // The server writes "<tool_call>\n<function=" (and the name) into the prompt; the
+  // model continues from there.
+  script("get_weather>\n<parameter=city>\nRome\n</parameter>\n</function>\n</tool_call>");
+  json b = chat_req();
+  b["tools"] = kTools;
+  b["tool_choice"] = "required";
+  json j = json::parse(post("/v1/chat/completions", b)->body);
+  const json& m = j["choices"][0]["message"];
+  ASSERT_EQ(m["tool_calls"].size(), 1u) << j.dump();
+  EXPECT_EQ(m["tool_calls"][0]["function"]["name"], "get_weather");
+  EXPECT_EQ(m["tool_calls"][0]["function"]["arguments"], "{\"city\": \"Rome\"}");
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "tool_calls");
+  EXPECT_TRUE(m["reasoning_content"].is_null());
+  script("<parameter=city>\nOslo\n</parameter>\n</function>\n</tool_call>");
+  b["tool_choice"] = {{"type", "function"}, {"function", {{"name", "get_weather"}}}};
+  b["stream"] = true;
+  bool done = false;
+  auto ev = events(post("/v1/chat/completions", b)->body, &done);
+  std::string name, args, finish;
+  for (const auto& e : ev) {
+    for (const auto& t : e["choices"][0]["delta"].value("tool_calls", json::array())) {
+      if (t["function"].contains("name")) name = t["function"]["name"];
+      if (t["function"].contains("arguments")) args += t["function"]["arguments"].get<std::string>();
+    }
+    if (!e["choices"][0]["finish_reason"].is_null()) finish = e["choices"][0]["finish_reason"];
+  }
+  EXPECT_EQ(name, "get_weather");
+  EXPECT_EQ(args, "{\"city\": \"Oslo\"}");
+  EXPECT_EQ(finish, "stop");  // a named tool choice keeps "stop", as vLLM
+}
+
 TEST_F(ServerTest, NonStreamingClientGoneIsNoticed) {
   script("la la la la ");
   runner_->delay_ms = 5;
