@@ -1,5 +1,6 @@
 #include "server/http_server.h"
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 
@@ -61,6 +62,7 @@ struct HttpServer::Impl {
   httplib::Server svr;
   Metrics metrics;
   int think_end_id = -1;
+  std::atomic<bool> stopping{false};  // set by stop(): running responses end at once
 
   Impl(engine::Engine& e, const ServeOptions& o) : eng(e), opts(o) {
     limits.model_names = o.served_model_names;
@@ -192,7 +194,8 @@ void HttpServer::Impl::respond(std::shared_ptr<GenerationJob> job, bool stream, 
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
-        [job](size_t, httplib::DataSink& sink) {
+        [this, job](size_t, httplib::DataSink& sink) {
+          if (stopping) return false;  // server shutting down: the releaser cancels the job
           bool ok = true;
           bool more = job->pump_stream(
               [&](const std::string& s) { return ok = sink.write(s.data(), s.size()); }, kPollSeconds);
@@ -209,7 +212,8 @@ void HttpServer::Impl::respond(std::shared_ptr<GenerationJob> job, bool stream, 
   auto last_write = std::make_shared<double>(now_seconds());
   res.set_chunked_content_provider(
       "application/json",
-      [job, last_write](size_t, httplib::DataSink& sink) {
+      [this, job, last_write](size_t, httplib::DataSink& sink) {
+        if (stopping) return false;
         if (!job->pump_collect(kPollSeconds)) {
           if (now_seconds() - *last_write > kHeartbeatSeconds) {
             *last_write = now_seconds();
@@ -354,6 +358,7 @@ int HttpServer::bind() {
 void HttpServer::serve() { impl_->svr.listen_after_bind(); }
 
 void HttpServer::stop() {
+  impl_->stopping = true;
   if (impl_->svr.is_running()) impl_->svr.stop();
 }
 
