@@ -123,15 +123,52 @@ std::unique_ptr<SequenceState> Model::new_sequence() const {
 }
 
 void Model::forward(const std::vector<Step>& steps, ForwardTrace* trace) {
-  const TextConfig& tc = config_.text;
-  const int64_t H = tc.hidden_size, V = tc.vocab_size;
   if (steps.empty()) return;
-  // Validate everything before touching any state.
+  validate(steps);   // everything is checked before any state changes
+  int64_t N = 0;
+  for (const Step& st : steps) N += st.n_tokens;
+  if (N <= kMaxCallTokens || trace) {
+    forward_batch(steps, trace);
+    return;
+  }
+  // Too many tokens for one pass (activation memory): steps of up to
+  // kMaxCallTokens tokens are grouped into batches, longer ones run in pieces
+  // (multiples of the delta-rule chunk, so the result is the same).
+  const int64_t H = config_.text.hidden_size, V = config_.text.vocab_size;
+  std::vector<float> discard(V);
+  std::vector<Step> group;
+  int64_t group_n = 0;
+  auto flush = [&] {
+    if (!group.empty()) forward_batch(group, nullptr);
+    group.clear();
+    group_n = 0;
+  };
+  for (const Step& st : steps) {
+    if (st.n_tokens <= kMaxCallTokens) {
+      if (group_n + st.n_tokens > kMaxCallTokens) flush();
+      group.push_back(st);
+      group_n += st.n_tokens;
+      continue;
+    }
+    for (int64_t off = 0; off < st.n_tokens; off += kMaxCallTokens) {
+      Step p = st;
+      p.tokens = st.tokens + off;
+      p.n_tokens = std::min(kMaxCallTokens, st.n_tokens - off);
+      const bool last = off + p.n_tokens == st.n_tokens;
+      if (st.all_logits) p.logits = st.logits + off * V;
+      else if (!last) p.logits = discard.data();
+      if (st.hidden) p.hidden = st.hidden + off * H;
+      forward_batch({p}, nullptr);
+    }
+  }
+  flush();
+}
+
+void Model::validate(const std::vector<Step>& steps) const {
+  const TextConfig& tc = config_.text;
+  const int64_t V = tc.vocab_size;
   const StateShape shape = state_shape(tc, w_->mtp != nullptr);
   std::set<const SequenceState*> seen;
-  std::vector<model::Span> spans;
-  std::vector<Out> outs;
-  int64_t N = 0;
   for (size_t s = 0; s < steps.size(); ++s) {
     const Step& st = steps[s];
     if (!st.state) fail("forward: step ", s, " has no sequence state");
@@ -140,9 +177,18 @@ void Model::forward(const std::vector<Step>& steps, ForwardTrace* trace) {
     if (!seen.insert(st.state).second) fail("forward: step ", s, " uses a sequence state that another step also uses");
     if (!(st.state->shape() == shape))
       fail("forward: step ", s, " has a sequence state made by a different model");
-    const int64_t pos0 = st.state->n_tokens();
-    check_tokens("forward", s, st.tokens, st.n_tokens, pos0, V, max_context());
-    spans.push_back({st.state, N, st.n_tokens, pos0});
+    check_tokens("forward", s, st.tokens, st.n_tokens, st.state->n_tokens(), V, max_context());
+  }
+}
+
+void Model::forward_batch(const std::vector<Step>& steps, ForwardTrace* trace) {
+  const TextConfig& tc = config_.text;
+  const int64_t H = tc.hidden_size;
+  std::vector<model::Span> spans;
+  std::vector<Out> outs;
+  int64_t N = 0;
+  for (const Step& st : steps) {
+    spans.push_back({st.state, N, st.n_tokens, st.state->n_tokens()});
     outs.push_back({st.logits, st.all_logits, st.hidden});
     N += st.n_tokens;
   }

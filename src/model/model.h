@@ -56,7 +56,10 @@ class Model {
   // cache, delta rule) runs per sequence. Each state may appear at most once.
   // Bad input (token id >= vocab, position >= max_context, null pointers) throws
   // qinfer::Error before any state is modified.
+  // Calls with more than kMaxCallTokens tokens in all run as several passes
+  // (same results) to bound activation memory.
   void forward(const std::vector<Step>& steps, ForwardTrace* trace = nullptr);
+  static constexpr int64_t kMaxCallTokens = 2048;   // a multiple of the delta-rule chunk (64)
 
   // MTP draft head (spec §5; needs LoadOptions::load_mtp). Row t of a step takes the
   // main model's post-norm hidden state hidden[t] and the token that follows that
@@ -79,6 +82,8 @@ class Model {
 
  private:
   Model() = default;
+  void validate(const std::vector<Step>& steps) const;
+  void forward_batch(const std::vector<Step>& steps, ForwardTrace* trace);
   ModelConfig config_;
   std::unique_ptr<model::ModelWeights> w_;
   std::unique_ptr<model::Arena> arena_;   // forward() scratch, kept between calls

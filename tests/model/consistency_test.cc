@@ -317,3 +317,36 @@ TEST(LongSequence, AcrossKvBlocks) {
 
 }  // namespace
 }  // namespace qinfer::test
+
+namespace qinfer::test {
+namespace {
+
+// More than Model::kMaxCallTokens tokens: forward() runs several passes; the
+// traced call (always one pass) is the reference.
+TEST(LongSequence, CallsSplitIntoPassesMatchOnePass) {
+  Model& m = cached_model(fixtures_dir() + "/qwen35moe-tiny-s2/bf16");
+  const int64_t V = m.config().text.vocab_size;
+  const int64_t T = Model::kMaxCallTokens + 100;
+  std::vector<int> ids(T);
+  for (int64_t i = 0; i < T; ++i) ids[i] = static_cast<int>((i * 53 + 7) % 500);
+  auto a = m.new_sequence();
+  ForwardTrace tr;
+  const std::vector<float> one = run(m, *a, ids, true, &tr);
+  auto b = m.new_sequence();
+  const std::vector<float> split = run(m, *b, ids, true);
+  EXPECT_EQ(b->n_tokens(), T);
+  Diff d = compare(split.data(), one.data(), one.size());
+  EXPECT_LT(d.rel_l2, 1e-5);
+  // Last-row-only plus a decode step of another sequence in the same call.
+  auto c = m.new_sequence(), e = m.new_sequence();
+  std::vector<float> last(V), other(V);
+  std::vector<int> tok = {42};
+  m.forward({{c.get(), ids.data(), T, last.data(), false}, {e.get(), tok.data(), 1, other.data(), false}});
+  EXPECT_LT(compare(last.data(), one.data() + (T - 1) * V, V).rel_l2, 1e-5);
+  auto f = m.new_sequence();
+  const std::vector<float> alone = run(m, *f, tok, false);
+  EXPECT_LT(compare(other.data(), alone.data(), V).rel_l2, 1e-5);
+}
+
+}  // namespace
+}  // namespace qinfer::test
