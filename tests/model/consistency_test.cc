@@ -291,8 +291,7 @@ TEST(LongSequence, AcrossKvBlocks) {
   Model& m = cached_model(fixtures_dir() + "/qwen35moe-tiny-s1/gptq");
   const int64_t V = m.config().text.vocab_size;
   const int64_t T = KvCache::kBlockTokens + 60;
-  std::vector<int> ids(T);
-  for (int64_t i = 0; i < T; ++i) ids[i] = static_cast<int>((i * 37 + 11) % 500);
+  const std::vector<int> ids = pseudo_prompt(T, 37, 11);
   auto a = m.new_sequence();
   const std::vector<float> full = run(m, *a, ids);
   auto b = m.new_sequence();
@@ -327,8 +326,7 @@ TEST(LongSequence, CallsSplitIntoPassesMatchOnePass) {
   Model& m = cached_model(fixtures_dir() + "/qwen35moe-tiny-s2/bf16");
   const int64_t V = m.config().text.vocab_size;
   const int64_t T = Model::kMaxCallTokens + 100;
-  std::vector<int> ids(T);
-  for (int64_t i = 0; i < T; ++i) ids[i] = static_cast<int>((i * 53 + 7) % 500);
+  const std::vector<int> ids = pseudo_prompt(T, 53, 7);
   auto a = m.new_sequence();
   ForwardTrace tr;
   const std::vector<float> one = run(m, *a, ids, true, &tr);

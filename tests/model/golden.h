@@ -100,6 +100,13 @@ inline int argmax(const float* x, int64_t n) {
   return best;
 }
 
+// A long deterministic prompt of ids below 500 (the fixtures' ordinary tokens).
+inline std::vector<int> pseudo_prompt(int64_t n, int mul, int add) {
+  std::vector<int> ids(n);
+  for (int64_t i = 0; i < n; ++i) ids[i] = static_cast<int>((i * mul + add) % 500);
+  return ids;
+}
+
 // Models loaded once per test binary (2 threads).
 inline Model& cached_model(const std::string& dir) {
   static std::map<std::string, std::unique_ptr<Model>> models;
