@@ -5,18 +5,7 @@
 namespace qinfer::ops {
 
 namespace {
-// Eight independent partial sums: without -ffast-math the compiler may not
-// reorder a single running sum, but it vectorises these lanes.
-inline float dot8(const float* x, const float* y, int64_t n) {
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int k = 0; k < 8; ++k) acc[k] += x[i + k] * y[i + k];
-  float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-  for (; i < n; ++i) s += x[i] * y[i];
-  return s;
-}
-float sum_squares(const float* x, int64_t n) { return dot8(x, x, n); }
+float sum_squares(const float* x, int64_t n) { return dot(x, x, n); }
 }  // namespace
 
 void rmsnorm(const float* x, const float* w, int64_t n, float eps, float* y) {
@@ -59,12 +48,6 @@ void softmax(float* x, int64_t n) {
 void swiglu(const float* gate, const float* up, int64_t n, float* out) {
   for (int64_t i = 0; i < n; ++i) out[i] = silu(gate[i]) * up[i];
 }
-
-void axpy(float a, const float* x, int64_t n, float* y) {
-  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
-}
-
-float dot(const float* x, const float* y, int64_t n) { return dot8(x, y, n); }
 
 void add_one(float* w, int64_t n) {
   for (int64_t i = 0; i < n; ++i) w[i] += 1.0f;

@@ -32,10 +32,20 @@ void softmax(float* x, int64_t n);
 // out[i] = silu(gate[i]) * up[i] (SwiGLU). out may alias gate or up.
 void swiglu(const float* gate, const float* up, int64_t n, float* out);
 
-// y[i] += a * x[i]
-void axpy(float a, const float* x, int64_t n, float* y);
-// sum x[i]*y[i] (fp32 accumulation)
-float dot(const float* x, const float* y, int64_t n);
+// y[i] += a * x[i]   (inline: the delta rule and attention call it per row)
+inline void axpy(float a, const float* x, int64_t n, float* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+}
+// sum x[i]*y[i] (fp32, eight partial sums so the loop vectorises without -ffast-math)
+inline float dot(const float* x, const float* y, int64_t n) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; ++k) acc[k] += x[i + k] * y[i + k];
+  float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+  for (; i < n; ++i) s += x[i] * y[i];
+  return s;
+}
 
 // w[i] = 1 + w[i] (turns a zero-centred norm weight into a plain scale).
 void add_one(float* w, int64_t n);
