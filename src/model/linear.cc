@@ -93,6 +93,11 @@ Linear WeightReader::linear(const std::string& module, int64_t out, int64_t in, 
   return l;
 }
 
+bool same_gptq_layout(const GptqLinear& a, const GptqLinear& b) {
+  return a.cols == b.cols && a.group_size == b.group_size && a.num_groups == b.num_groups && a.g_idx == b.g_idx &&
+         a.bits == b.bits;
+}
+
 std::unique_ptr<ops::GptqMatrix> pack_gptq(const GptqLinear& a, const GptqLinear* b, const std::string& what) {
   const int64_t groups = (a.cols + a.group_size - 1) / a.group_size;
   if (a.bits != 4) fail(what, ": only 4-bit GPTQ is supported (bits = ", a.bits, ")");
@@ -110,8 +115,7 @@ std::unique_ptr<ops::GptqMatrix> pack_gptq(const GptqLinear& a, const GptqLinear
     c.zero = a.zero.data();
     return ops::gptq_pack(c);
   }
-  if (b->cols != a.cols || b->group_size != a.group_size || b->num_groups != a.num_groups || b->g_idx != a.g_idx ||
-      b->bits != a.bits)
+  if (!same_gptq_layout(a, *b))
     fail(what, ": the two fused projections have different GPTQ layouts");
   std::vector<uint8_t> q(a.q), zero(a.zero);
   std::vector<float> scale(a.scale);

@@ -58,6 +58,9 @@ class WeightReader {
   bool dense_int8_;
 };
 
+// Same columns, groups and g_idx: the two can be fused into one product.
+bool same_gptq_layout(const GptqLinear& a, const GptqLinear& b);
+
 // Packs canonical GPTQ codes; when `second` is given its rows are appended
 // (used to fuse an expert's gate and up projections into one product).
 std::unique_ptr<ops::GptqMatrix> pack_gptq(const GptqLinear& first, const GptqLinear* second,

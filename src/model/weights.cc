@@ -37,9 +37,16 @@ std::vector<Expert> load_split_experts(const WeightReader& r, const std::string&
         const bool gq = ck.has(m + "gate_proj.qweight"), uq = ck.has(m + "up_proj.qweight");
         if (gq && uq && !ck.has(m + "gate_proj.weight") && !ck.has(m + "up_proj.weight")) {
           GptqLinear g = r.gptq(m + "gate_proj", I, H), u = r.gptq(m + "up_proj", I, H);
-          x.gate_up.rows = 2 * I;
-          x.gate_up.cols = H;
-          x.gate_up.gptq = pack_gptq(g, &u, m + "gate_proj/up_proj");
+          if (same_gptq_layout(g, u)) {   // one fused product
+            x.gate_up.rows = 2 * I;
+            x.gate_up.cols = H;
+            x.gate_up.gptq = pack_gptq(g, &u, m + "gate_proj/up_proj");
+          } else {                        // e.g. desc_act: each has its own g_idx
+            x.gate.rows = x.up.rows = I;
+            x.gate.cols = x.up.cols = H;
+            x.gate.gptq = pack_gptq(g, nullptr, m + "gate_proj");
+            x.up.gptq = pack_gptq(u, nullptr, m + "up_proj");
+          }
         } else {
           x.gate = r.linear(m + "gate_proj", I, H);
           x.up = r.linear(m + "up_proj", I, H);

@@ -6,6 +6,7 @@
 
 #include <fstream>
 #include <functional>
+#include <random>
 
 #include "golden.h"
 #include "io/checkpoint.h"
@@ -205,6 +206,61 @@ TEST(Loader, GptqDescActGidx) {
 
 // int8 dense weights: checked on the residual stream after the first layer (the
 // tiny fixture's routing margins are ~1e-3, so later layers may pick other experts).
+// Asymmetric zero points and an arbitrary g_idx (desc_act): the GPTQ model must
+// equal the same weights dequantized in the test and stored as dense F32 experts.
+TEST(Loader, GptqAsymAndArbitraryGidxEqualDequantized) {
+  Editable q(fixture("gptq"));
+  q.config["quantization_config"]["desc_act"] = true;
+  q.config["quantization_config"]["sym"] = false;
+  Editable d = q;
+  d.config.erase("quantization_config");
+  std::mt19937 rng(11);
+  std::vector<std::string> modules;
+  for (const auto& [n, e] : q.t)
+    if (n.size() > 8 && n.compare(n.size() - 8, 8, ".qweight") == 0) modules.push_back(n.substr(0, n.size() - 8));
+  ASSERT_FALSE(modules.empty());
+  for (const auto& m : modules) {
+    const Entry& qw = q.t.at(m + ".qweight");
+    const Entry& sc = q.t.at(m + ".scales");
+    const int64_t K = qw.shape[0] * 8, N = qw.shape[1], G = sc.shape[0];
+    std::vector<int32_t> qz = q.i32(m + ".qzeros"), gi(K);
+    for (auto& w : qz) {
+      uint32_t v = 0;
+      for (int j = 0; j < 8; ++j) v |= static_cast<uint32_t>(rng() % 15) << (4 * j);   // stored zero-1 in 0..14
+      w = static_cast<int32_t>(v);
+    }
+    for (auto& g : gi) g = static_cast<int32_t>(rng() % G);
+    q.set_i32(m + ".qzeros", qz);
+    q.set_i32(m + ".g_idx", gi);
+    const std::vector<int32_t> qv = q.i32(m + ".qweight");
+    std::vector<float> w(N * K);
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t k = 0; k < K; ++k) {
+        const uint32_t code = (static_cast<uint32_t>(qv[(k / 8) * N + n]) >> (4 * (k % 8))) & 15u;
+        const int64_t g = gi[k];
+        const uint32_t zero = ((static_cast<uint32_t>(qz[g * (N / 8) + n / 8]) >> (4 * (n % 8))) & 15u) + 1;
+        uint16_t h;
+        std::memcpy(&h, &sc.bytes[2 * (g * N + n)], 2);
+        w[n * K + k] = f16_to_f32(h) * (static_cast<float>(code) - static_cast<float>(zero));
+      }
+    for (const char* leaf : {".qweight", ".qzeros", ".scales", ".g_idx"}) d.t.erase(m + leaf);
+    std::vector<uint8_t> bytes(w.size() * 4);
+    std::memcpy(bytes.data(), w.data(), bytes.size());
+    d.t[m + ".weight"] = {DType::F32, {N, K}, std::move(bytes)};
+  }
+  LoadOptions o;
+  o.threads = 2;
+  const std::string qdir = q.write("asym_gptq"), ddir = d.write("asym_dense");
+  auto mq = Model::load(qdir, o);
+  auto md = Model::load(ddir, o);
+  const std::vector<float> lq = logits_of(*mq, fixture("gptq")), ld = logits_of(*md, fixture("gptq"));
+  Diff diff = compare(lq.data(), ld.data(), ld.size());
+  std::printf("  asym GPTQ + random g_idx vs dequantized F32: rel-L2 %.3e max-abs %.3e\n", diff.rel_l2, diff.max_abs);
+  EXPECT_LT(diff.rel_l2, 1e-5);
+  fs::remove_all(qdir);
+  fs::remove_all(ddir);
+}
+
 TEST(Loader, DenseInt8StaysClose) {
   LoadOptions o;
   o.threads = 2;
