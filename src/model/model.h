@@ -19,8 +19,8 @@ struct LoadOptions {
   int threads = 0;          // worker threads of the global pool; 0 = all cores
 };
 
-// Optional debugging capture of one forward() call (tests, `qinfer logits --trace`).
-// Rows are the tokens of all steps in step order.
+// Optional debugging capture of one forward() call (used by the tests). Rows are
+// the tokens of all steps in step order. A traced call always runs as one pass.
 struct ForwardTrace {
   std::vector<std::vector<int>> router_topk;       // [layer][token * top_k + slot], descending prob
   std::vector<std::vector<float>> layer_outputs;   // [layer + 1][token * hidden]; [0] = embeddings
@@ -51,9 +51,10 @@ class Model {
     float* hidden = nullptr;              // optional [n_tokens][hidden]: post-final-norm hidden states
                                           // (the MTP head's input)
   };
-  // Runs all steps as one batched call (not thread-safe: one forward at a time): the tokens of all sequences go through
+  // Runs all steps as one batched call: the tokens of all sequences go through
   // each weight product together; the sequence-dependent work (attention over its
   // cache, delta rule) runs per sequence. Each state may appear at most once.
+  // Not thread-safe: one forward() / forward_mtp() at a time per Model.
   // Bad input (token id >= vocab, position >= max_context, null pointers) throws
   // qinfer::Error before any state is modified.
   // Calls with more than kMaxCallTokens tokens in all run as several passes
