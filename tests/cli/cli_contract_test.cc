@@ -6,10 +6,12 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <sstream>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -245,6 +247,60 @@ TEST(CliContract, PerplexityMatchesGoldenLogits) {
   r = run("perplexity --model " + fx + " --ids " + join(v) + " --ctx 32 --stride 16");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("scored " + std::to_string(T - 1) + " "), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace qinfer
+
+namespace qinfer {
+namespace {
+
+// The text path on a demo model (real tokenizer and chat template, random weights).
+class DemoModel : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = temp_path("demo");
+    fs::remove_all(dir_);
+    RunResult r = run("synth --demo --layers 2 --tokenizer " + std::string(QINFER_SOURCE_DIR) +
+                      "/assets/tokenizer/qwen3.5 --out " + dir_);
+    ASSERT_EQ(r.code, 0) << r.out;
+  }
+  static std::string dir_;
+};
+std::string DemoModel::dir_;
+
+TEST_F(DemoModel, GeneratePromptIsDeterministicAndStops) {
+  std::string cmd = "generate --model " + dir_ + " --prompt 'Hello there' --max-tokens 6 --temperature 0";
+  RunResult a = run(cmd), b = run(cmd);
+  ASSERT_EQ(a.code, 0) << a.out;
+  EXPECT_EQ(a.out.find("generated"), b.out.find("generated"));
+  EXPECT_NE(a.out.find("6 generated"), std::string::npos) << a.out;
+  RunResult c = run("generate --model " + dir_ + " --prompt 'Hi' --chat --no-think --max-tokens 4 --seed 3 --temperature 1");
+  ASSERT_EQ(c.code, 0) << c.out;
+  RunResult ids = run("generate --model " + dir_ + " --prompt 'Hi' --max-tokens 3 --temperature 0 --print-ids");
+  ASSERT_EQ(ids.code, 0) << ids.out;
+  std::istringstream lines(ids.out);
+  std::string line, id_line;
+  while (std::getline(lines, line))
+    if (!line.empty() && line.find_first_not_of("0123456789,") == std::string::npos) id_line = line;
+  EXPECT_EQ(std::count(id_line.begin(), id_line.end(), ','), 2) << ids.out;
+}
+
+TEST_F(DemoModel, ChatResetAndExit) {
+  std::string input = temp_path("chat_input.txt");
+  std::ofstream(input) << "hi\n/reset\nhello\n/exit\n";
+  RunResult r = run("chat --model " + dir_ + " --max-tokens 5 --temperature 0 < " + input);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("(conversation cleared)"), std::string::npos) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '>'), 4) << r.out;  // 3 prompts + the one /exit answers
+}
+
+TEST_F(DemoModel, PerplexityOnText) {
+  std::string text = temp_path("ppl.txt");
+  std::ofstream(text) << "The quick brown fox jumps over the lazy dog. It was a sunny day in the park.\n";
+  RunResult r = run("perplexity --model " + dir_ + " --file " + text + " --ctx 8 --stride 4");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find(" ppl "), std::string::npos) << r.out;
 }
 
 }  // namespace
