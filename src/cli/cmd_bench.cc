@@ -2,13 +2,17 @@
 // tokens/s at several context lengths, the bytes one decode token must read, the
 // machine's memory bandwidth (a triad and a read pass it runs itself), and
 // decode speed as a percentage of the bandwidth floor.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <string>
 #include <random>
 #include <vector>
 
 #include "cli/commands.h"
 #include "model/model.h"
+#include "model/profile.h"
 #include "ops/bandwidth.h"
 #include "ops/kernels.h"
 #include "util/args.h"
@@ -25,6 +29,7 @@ namespace {
 struct DecodeBytes {
   double dense = 0, experts = 0, lm_head = 0;
   double kv_per_token = 0;  // per context token
+  double active_params = 0; // weights one token multiplies by (prefill arithmetic: 2 FLOP each, lm_head excluded)
   double total(int64_t context) const { return dense + experts + lm_head + kv_per_token * static_cast<double>(context); }
 };
 
@@ -43,6 +48,7 @@ DecodeBytes decode_bytes(const TextConfig& t, bool gptq, int group_size, double 
   const double expert_bytes = gptq ? expert_params * (0.5 + 2.0 / group_size) : expert_params * 2.0;
   b.experts = t.num_hidden_layers * t.num_experts_per_tok * expert_bytes;
   b.lm_head = static_cast<double>(t.vocab_size) * H * dense_elem_bytes + H * 2;
+  b.active_params = b.dense / dense_elem_bytes + t.num_hidden_layers * t.num_experts_per_tok * expert_params;
   b.kv_per_token = 2.0 * nfull * t.num_key_value_heads * t.head_dim * sizeof(float);
   return b;
 }
@@ -62,15 +68,34 @@ void fake_context(SequenceState& s, int64_t context) {
   s.advance(context);
 }
 
+// A "VmHWM:"-style field of /proc/self/status in bytes (0 where unavailable).
+double proc_status_bytes(const char* field) {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  const std::string key = std::string(field) + ":";
+  while (std::getline(f, line))
+    if (line.compare(0, key.size(), key) == 0) return std::stod(line.substr(key.size())) * 1024.0;
+  return 0;
+}
+
+// Prints and clears the QINFER_PROFILE breakdown of what ran since the last call.
+void print_profile(const char* what) {
+  if (!model::profiling()) return;
+  std::printf("profile      %s:\n%s", what, model::profile_report().c_str());
+  model::profile_reset();
+}
+
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
   Args a(argc, argv, {{"model", true}, {"threads", true}, {"dense", true}, {"prefill", true},
-                      {"contexts", true}, {"decode-tokens", true}, {"help", false}});
+                      {"contexts", true}, {"decode-tokens", true}, {"mmap-dense", false}, {"help", false}});
   if (a.has("help")) {
     std::fprintf(stderr,
                  "usage: qinfer bench --model DIR [--threads N] [--dense bf16|int8] [--prefill 512,2048]\n"
-                 "                    [--contexts 0,4096,32768] [--decode-tokens 8]\n");
+                 "                    [--contexts 0,4096,32768] [--decode-tokens 8] [--mmap-dense]\n"
+                 "--mmap-dense reads dense weights from the checkpoint mapping instead of a huge-page copy.\n"
+                 "QINFER_PROFILE=1 adds a per-part time breakdown of each phase.\n");
     return 0;
   }
   LoadOptions lo;
@@ -79,6 +104,7 @@ int cmd_bench(int argc, char** argv) {
   std::string dense = a.get_or("dense", "bf16");
   if (dense != "bf16" && dense != "int8") fail("--dense must be bf16 or int8, got '", dense, "'");
   lo.dense_int8 = dense == "int8";
+  lo.resident_dense = !a.has("mmap-dense");
   std::vector<int> prefills = parse_int_list(a.get_or("prefill", "512,2048"), "--prefill");
   std::vector<int> contexts = parse_int_list(a.get_or("contexts", "0,4096,32768"), "--contexts");
   const int decode_tokens = static_cast<int>(a.get_int("decode-tokens", 8));
@@ -98,6 +124,10 @@ int cmd_bench(int argc, char** argv) {
   std::printf("bandwidth    triad %.1f GB/s, read %.1f GB/s\n", bw.triad_gbs, bw.read_gbs);
   std::printf("model        %s: %d layers, weights %.2f GB resident (dense %s)\n", a.get("model").c_str(),
               t.num_hidden_layers, model->weight_bytes() / 1e9, dense.c_str());
+  const double hwm_load = proc_status_bytes("VmHWM");
+  std::printf("memory       after load: peak resident %.2f GB, now %.2f GB (anon %.2f, file %.2f); weights %.2f GB\n",
+              hwm_load / 1e9, proc_status_bytes("VmRSS") / 1e9, proc_status_bytes("RssAnon") / 1e9,
+              proc_status_bytes("RssFile") / 1e9, model->weight_bytes() / 1e9);
   std::printf("bytes/token  %.3f GB at context 0 (dense %.3f, experts %.3f, lm_head %.3f), +%.1f KB per context token\n",
               db.total(0) / 1e9, db.dense / 1e9, db.experts / 1e9, db.lm_head / 1e9, db.kv_per_token / 1e3);
 
@@ -109,9 +139,14 @@ int cmd_bench(int argc, char** argv) {
     double t0 = now_seconds();
     model->forward({{s.get(), ids.data(), n, logits.data(), false}});
     double dt = now_seconds() - t0;
-    std::printf("prefill      %5d tokens: %8.1f tokens/s (%.2f s)\n", n, n / dt, dt);
+    std::printf("prefill      %5d tokens: %8.1f tokens/s (%.2f s), %.1f GFLOP/s in weight products\n", n, n / dt, dt,
+                2.0 * db.active_params * n / dt / 1e9);
+    print_profile("prefill");
   }
+  int64_t max_ctx = 0;
   for (int ctx : contexts) {
+    max_ctx = std::max<int64_t>(max_ctx, ctx + decode_tokens + 1);
+    model::profile_reset();
     if (ctx < 0 || ctx + decode_tokens + 1 > model->max_context()) fail("--contexts ", ctx, " is outside the model's context");
     auto s = model->new_sequence();
     fake_context(*s, ctx);
@@ -126,7 +161,20 @@ int cmd_bench(int argc, char** argv) {
     double floor_s = db.total(ctx) / (bw.read_gbs * 1e9);
     std::printf("decode  ctx %6d: %7.2f tokens/s, %6.1f ms/token, floor %6.1f ms/token -> %5.1f%% of the bandwidth floor\n",
                 ctx, 1.0 / per_token, per_token * 1e3, floor_s * 1e3, 100.0 * floor_s / per_token);
+    print_profile("decode (warm-up step included)");
   }
+  // Caches of the largest sequence (only one lives at a time): KV rows plus the
+  // DeltaNet conv and recurrent states.
+  const double state_bytes = (t.num_hidden_layers - t.num_full_layers()) *
+                             ((t.linear_conv_kernel_dim - 1.0) * (2.0 * t.linear_num_key_heads * t.linear_key_head_dim +
+                                                                   1.0 * t.linear_num_value_heads * t.linear_value_head_dim) +
+                              1.0 * t.linear_num_value_heads * t.linear_key_head_dim * t.linear_value_head_dim) *
+                             sizeof(float);
+  const double caches = db.kv_per_token * static_cast<double>(max_ctx) + state_bytes;
+  const double hwm = proc_status_bytes("VmHWM");
+  const double base = model->weight_bytes() + caches;
+  std::printf("memory       peak resident %.2f GB vs weights %.2f GB + caches %.2f GB = %.2f GB (%+.1f%%)\n", hwm / 1e9,
+              model->weight_bytes() / 1e9, caches / 1e9, base / 1e9, 100.0 * (hwm - base) / base);
   return 0;
 }
 

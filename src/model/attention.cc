@@ -1,15 +1,76 @@
+#pragma GCC optimize("O3")   // vectorise the head_dim loops (see model/clones.h)
 // Gated full attention (spec §3.4): per-head [query | gate] projection, zero-centred
 // q/k norms, partial interleaved mRoPE, KV cache, causal GQA softmax attention,
 // sigmoid output gate, o_proj.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
+#include "model/clones.h"
 #include "model/layers.h"
+#include "model/profile.h"
 #include "ops/nn.h"
 #include "util/thread_pool.h"
 
 namespace qinfer::model {
+
+namespace {
+struct AttendArgs {
+  const float* q;            // [N][qw] normed, rotated queries
+  const float* gate;         // [N][qw]
+  float* o;                  // [N][qw]
+  const int64_t* pos;        // [N]
+  KvCache* const* caches;    // per span
+  int64_t qw, hd, group;
+  float scale;
+};
+
+// Rows [t0, t1) of span `span` times query heads [h0, h1) of one kv group:
+// online softmax over blocks of 64 keys, then the sigmoid output gate.
+QINFER_CLONES void attend_tile(const AttendArgs& a, int64_t span, int64_t t0, int64_t t1, int64_t h0, int64_t h1) {
+  constexpr int64_t kKeys = 64;
+  const int64_t qw = a.qw, hd = a.hd;
+  const KvCache& c = *a.caches[span];
+  const int64_t kvh = h0 / a.group, nhq = h1 - h0, Q = (t1 - t0) * nhq;
+  std::vector<float> sc(kKeys), mx(Q, -INFINITY), sum(Q, 0.0f), acc(Q * hd, 0.0f);
+  const int64_t L = a.pos[t1 - 1] + 1;   // keys the last query of the tile sees
+  for (int64_t kb = 0; kb < L; kb += kKeys) {
+    const int64_t ke = std::min(L, kb + kKeys);
+    for (int64_t i = 0; i < Q; ++i) {
+      const int64_t t = t0 + i / nhq, h = h0 + i % nhq;
+      const int64_t lim = std::min(ke, a.pos[t] + 1);   // causal mask
+      if (lim <= kb) continue;
+      const float* qh = a.q + t * qw + h * hd;
+      float m = mx[i];
+      for (int64_t j = kb; j < lim; ++j) {
+        sc[j - kb] = ops::dot(qh, c.k(j) + kvh * hd, hd) * a.scale;
+        m = std::max(m, sc[j - kb]);
+      }
+      const float corr = std::exp(mx[i] - m);
+      float* ac = acc.data() + i * hd;
+      if (corr != 1.0f) {
+        sum[i] *= corr;
+        for (int64_t d = 0; d < hd; ++d) ac[d] *= corr;
+      }
+      for (int64_t j = kb; j < lim; ++j) {
+        const float pj = std::exp(sc[j - kb] - m);
+        sum[i] += pj;
+        ops::axpy(pj, c.v(j) + kvh * hd, hd, ac);
+      }
+      mx[i] = m;
+    }
+  }
+  for (int64_t i = 0; i < Q; ++i) {
+    const int64_t t = t0 + i / nhq, h = h0 + i % nhq;
+    const float inv = 1.0f / sum[i];
+    const float* ac = acc.data() + i * hd;
+    const float* gh = a.gate + t * qw + h * hd;
+    float* oh = a.o + t * qw + h * hd;
+    for (int64_t d = 0; d < hd; ++d) oh[d] = ac[d] * inv * ops::sigmoid(gh[d]);
+  }
+}
+}  // namespace
 
 void attention_forward(const TextConfig& tc, const AttentionWeights& w, const float* inv_freq, const float* U,
                        int64_t N, const std::vector<Span>& spans, const std::vector<KvCache*>& caches, float* out,
@@ -19,6 +80,7 @@ void attention_forward(const TextConfig& tc, const AttentionWeights& w, const fl
   const int64_t qw = nh * hd, kvw = nkv * hd;
   const float eps = static_cast<float>(tc.rms_norm_eps);
 
+  std::optional<ProfileScope> prof(std::in_place, Part::kAttnProj);
   float* qg = ar.alloc<float>(N * 2 * qw);
   float* k = ar.alloc<float>(N * kvw);
   float* v = ar.alloc<float>(N * kvw);
@@ -28,6 +90,7 @@ void attention_forward(const TextConfig& tc, const AttentionWeights& w, const fl
   for (size_t s = 0; s < spans.size(); ++s)
     for (int64_t t = 0; t < spans[s].n; ++t) pos[spans[s].begin + t] = spans[s].pos0 + t;
 
+  prof.emplace(Part::kAttnCore);
   // Split q | gate, norms, rotary embedding.
   float* q = ar.alloc<float>(N * qw);
   float* gate = ar.alloc<float>(N * qw);
@@ -66,9 +129,8 @@ void attention_forward(const TextConfig& tc, const AttentionWeights& w, const fl
 
   // Causal attention, flash style (online softmax over blocks of keys). A task is
   // a tile of query tokens of one span times query heads of one kv group, so each
-  // key/value row read from the cache serves every query of the tile. Prefill
-  // tiles: 16 tokens x all heads of the group; single tokens: one head per task,
-  // so a decode step still spreads over the heads.
+  // key/value row read from the cache serves every query of the tile (16 tokens
+  // x all heads of the group).
   float* o = ar.alloc<float>(N * qw);
   const int64_t group = nh / nkv;
   struct Task {
@@ -80,7 +142,10 @@ void attention_forward(const TextConfig& tc, const AttentionWeights& w, const fl
     const Span& sp = spans[s];
     for (int64_t t0 = sp.begin; t0 < sp.begin + sp.n; t0 += kTile) {
       const int64_t t1 = std::min(sp.begin + sp.n, t0 + kTile);
-      if (t1 - t0 >= 4) {
+      // Tiles of several tokens, or a long context: all heads of a kv group per
+      // task (each key row read once for the group). A single token over a short
+      // context: one head per task, so the few keys still spread over threads.
+      if (t1 - t0 >= 4 || sp.pos0 + t1 - sp.begin >= 256) {
         for (int64_t g = 0; g < nkv; ++g) tasks.push_back({int64_t(s), t0, t1, g * group, (g + 1) * group});
       } else {
         for (int64_t h = 0; h < nh; ++h) tasks.push_back({int64_t(s), t0, t1, h, h + 1});
@@ -88,53 +153,14 @@ void attention_forward(const TextConfig& tc, const AttentionWeights& w, const fl
     }
   }
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  AttendArgs args{q, gate, o, pos.data(), caches.data(), qw, hd, group, scale};
   parallel_for(static_cast<int64_t>(tasks.size()), 1, [&](int64_t i0, int64_t i1, int) {
-    constexpr int64_t kKeys = 64;
-    std::vector<float> sc(kKeys), mx, sum, acc;
     for (int64_t it = i0; it < i1; ++it) {
       const Task& tk = tasks[it];
-      const KvCache& c = *caches[tk.span];
-      const int64_t kvh = tk.h0 / group, nhq = tk.h1 - tk.h0, Q = (tk.t1 - tk.t0) * nhq;
-      mx.assign(Q, -INFINITY);
-      sum.assign(Q, 0.0f);
-      acc.assign(Q * hd, 0.0f);
-      const int64_t L = pos[tk.t1 - 1] + 1;   // keys the last query of the tile sees
-      for (int64_t kb = 0; kb < L; kb += kKeys) {
-        const int64_t ke = std::min(L, kb + kKeys);
-        for (int64_t i = 0; i < Q; ++i) {
-          const int64_t t = tk.t0 + i / nhq, h = tk.h0 + i % nhq;
-          const int64_t lim = std::min(ke, pos[t] + 1);   // causal mask
-          if (lim <= kb) continue;
-          const float* qh = q + t * qw + h * hd;
-          float m = mx[i];
-          for (int64_t j = kb; j < lim; ++j) {
-            sc[j - kb] = ops::dot(qh, c.k(j) + kvh * hd, hd) * scale;
-            m = std::max(m, sc[j - kb]);
-          }
-          const float corr = std::exp(mx[i] - m);
-          float* a = acc.data() + i * hd;
-          if (corr != 1.0f) {
-            sum[i] *= corr;
-            for (int64_t d = 0; d < hd; ++d) a[d] *= corr;
-          }
-          for (int64_t j = kb; j < lim; ++j) {
-            const float pj = std::exp(sc[j - kb] - m);
-            sum[i] += pj;
-            ops::axpy(pj, c.v(j) + kvh * hd, hd, a);
-          }
-          mx[i] = m;
-        }
-      }
-      for (int64_t i = 0; i < Q; ++i) {
-        const int64_t t = tk.t0 + i / nhq, h = tk.h0 + i % nhq;
-        const float inv = 1.0f / sum[i];
-        const float* a = acc.data() + i * hd;
-        const float* gh = gate + t * qw + h * hd;
-        float* oh = o + t * qw + h * hd;
-        for (int64_t d = 0; d < hd; ++d) oh[d] = a[d] * inv * ops::sigmoid(gh[d]);
-      }
+      attend_tile(args, tk.span, tk.t0, tk.t1, tk.h0, tk.h1);
     }
   });
+  prof.emplace(Part::kAttnOut);
   w.o.apply(o, N, out);
 }
 

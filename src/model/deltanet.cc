@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "model/delta_rule.h"
 #include "model/layers.h"
+#include "model/profile.h"
 #include "ops/nn.h"
 #include "util/thread_pool.h"
 
@@ -20,6 +22,7 @@ void deltanet_forward(const TextConfig& tc, const DeltaNetWeights& w, int cache_
   const int64_t kdim = nk * dk, vdim = nv * dv, conv_dim = 2 * kdim + vdim;
   const float eps = static_cast<float>(tc.rms_norm_eps);
 
+  std::optional<ProfileScope> prof(std::in_place, Part::kGdnProj);
   float* qkv = ar.alloc<float>(N * conv_dim);
   float* z = ar.alloc<float>(N * vdim);
   float* b = ar.alloc<float>(N * nv);
@@ -27,6 +30,7 @@ void deltanet_forward(const TextConfig& tc, const DeltaNetWeights& w, int cache_
   apply_all({{&w.in_qkv, U, N, qkv}, {&w.in_z, U, N, z}, {&w.in_b, U, N, b},
              {&w.in_a, U, N, a}});
 
+  prof.emplace(Part::kGdnConv);
   // Causal depthwise conv over time, per span, channels split across threads.
   float* act = ar.alloc<float>(N * conv_dim);
   constexpr int64_t kChanBlock = 512;
@@ -80,6 +84,7 @@ void deltanet_forward(const TextConfig& tc, const DeltaNetWeights& w, int cache_
     }
   });
 
+  prof.emplace(Part::kGdnRule);
   // Delta rule per (span, value head); value head h reads key head h / (nv / nk).
   float* o = ar.alloc<float>(N * vdim);
   const int64_t rep = nv / nk;
@@ -107,6 +112,7 @@ void deltanet_forward(const TextConfig& tc, const DeltaNetWeights& w, int cache_
     }
   });
 
+  prof.emplace(Part::kGdnOut);
   // Gated RMSNorm per head, then out_proj.
   parallel_for(N, 16, [&](int64_t t0, int64_t t1, int) {
     for (int64_t t = t0; t < t1; ++t)

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "io/dtype.h"
+#include "model/resident.h"
 #include "util/error.h"
 
 namespace qinfer::model {
@@ -70,7 +71,14 @@ Linear WeightReader::dense_slice(const TensorInfo& t, int64_t offset_elems, int6
 GptqLinear WeightReader::gptq(const std::string& module, int64_t out, int64_t in) const {
   if (!quant_.enabled)
     fail(ck_.dir(), ": tensor ", module, ".qweight is GPTQ-packed but config.json has no quantization_config");
-  return load_gptq(ck_, quant_, module, out, in);
+  GptqLinear g = load_gptq(ck_, quant_, module, out, in);
+  // The canonical form is a copy: the packed source pages are not read again.
+  for (const char* leaf : {".qweight", ".qzeros", ".scales", ".g_idx"})
+    if (ck_.has(module + leaf)) {
+      const TensorInfo& t = ck_.get(module + leaf);
+      drop_pages(t.data, t.nbytes);
+    }
+  return g;
 }
 
 Linear WeightReader::linear(const std::string& module, int64_t out, int64_t in, bool quantizable) const {

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <set>
 
 #include "io/checkpoint.h"
 #include "model/layers.h"
+#include "model/profile.h"
 #include "model/weights.h"
 #include "ops/nn.h"
 #include "util/error.h"
@@ -34,7 +36,7 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const LoadOptions& op
   if (tc.num_experts_per_tok < 1 || tc.num_experts_per_tok > tc.num_experts)
     fail(dir, "/config.json: num_experts_per_tok ", tc.num_experts_per_tok, " must be in 1..num_experts");
   m->arena_ = std::make_unique<model::Arena>();
-  m->w_ = model::load_weights(m->config_, Checkpoint::open(dir), opts.dense_int8, opts.load_mtp);
+  m->w_ = model::load_weights(m->config_, Checkpoint::open(dir), opts.dense_int8, opts.load_mtp, opts.resident_dense);
   log_info("loaded ", dir, ": ", tc.num_hidden_layers, " layers, ", m->weight_bytes() / (1024 * 1024),
            " MiB of weights", m->w_->mtp ? " (with MTP head)" : "", " in ", now_seconds() - t0, " s");
   return m;
@@ -194,6 +196,7 @@ void Model::forward_batch(const std::vector<Step>& steps, ForwardTrace* trace) {
   }
 
   std::vector<float> X(N * H);
+  std::optional<model::ProfileScope> prof(std::in_place, model::Part::kEmbed);
   for (const auto& sp : spans) {
     const Step& st = steps[&sp - spans.data()];
     model::embed_rows(*w_, st.tokens, st.n_tokens, H, X.data() + sp.begin * H);
@@ -203,6 +206,7 @@ void Model::forward_batch(const std::vector<Step>& steps, ForwardTrace* trace) {
     trace->layer_outputs.push_back(X);
     trace->router_topk.resize(tc.num_hidden_layers);
   }
+  prof.reset();
   std::vector<KvCache*> caches(spans.size());
   for (int L = 0; L < tc.num_hidden_layers; ++L) {
     const model::LayerWeights& l = w_->layers[L];
@@ -214,6 +218,7 @@ void Model::forward_batch(const std::vector<Step>& steps, ForwardTrace* trace) {
   }
   for (const auto& sp : spans) sp.state->advance(sp.n);
 
+  prof.emplace(model::Part::kHead);
   head(tc, w_->final_norm, w_->lm_head, X.data(), spans, outs, trace ? &trace->final_hidden : nullptr);
 }
 

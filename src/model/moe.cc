@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <optional>
 
 #include "model/layers.h"
+#include "model/profile.h"
 #include "ops/nn.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
@@ -35,6 +37,7 @@ void moe_forward(const TextConfig& tc, const MoeWeights& w, const float* U, int6
   const int64_t I = tc.moe_intermediate_size, Is = tc.shared_expert_intermediate_size;
 
   // Router.
+  std::optional<ProfileScope> prof(std::in_place, Part::kRouter);
   float* probs = ar.alloc<float>(N * E);
   w.router.apply(U, N, probs);
   std::vector<int> sel(N * K);
@@ -47,6 +50,7 @@ void moe_forward(const TextConfig& tc, const MoeWeights& w, const float* U, int6
   });
   if (topk) *topk = sel;
 
+  prof.emplace(Part::kExperts);
   // Group the (token, slot) pairs by expert: rows [offset[e], offset[e+1]).
   std::vector<int64_t> offset(E + 1, 0), slot_row(N * K);
   for (int64_t i = 0; i < N * K; ++i) ++offset[sel[i] + 1];
@@ -112,6 +116,7 @@ void moe_forward(const TextConfig& tc, const MoeWeights& w, const float* U, int6
   second.push_back({&w.shared_down, shid, N, out});
   apply_all(second);
 
+  prof.emplace(Part::kCombine);
   // out = Σ_k w_k y_k (top-k order) + sigmoid(gate) * shared.
   parallel_for(N, 4, [&](int64_t t0, int64_t t1, int) {
     std::vector<float> acc(H);
@@ -134,14 +139,21 @@ void decoder_layer(const TextConfig& tc, const LayerWeights& l, const float* inv
   ar.reset();
   float* u = ar.alloc<float>(N * H);
   float* y = ar.alloc<float>(N * H);
-  ops::rmsnorm_rows(X, l.input_norm.data(), N, H, eps, u);
+  {
+    ProfileScope prof(Part::kNorms);
+    ops::rmsnorm_rows(X, l.input_norm.data(), N, H, eps, u);
+  }
   if (l.type == LayerType::kLinearAttention)
     deltanet_forward(tc, l.delta, l.cache_index, u, N, spans, y, ar);
   else
     attention_forward(tc, l.attn, inv_freq, u, N, spans, caches, y, ar);
-  for (int64_t i = 0; i < N * H; ++i) X[i] += y[i];
-  ops::rmsnorm_rows(X, l.post_norm.data(), N, H, eps, u);
+  {
+    ProfileScope prof(Part::kNorms);
+    for (int64_t i = 0; i < N * H; ++i) X[i] += y[i];
+    ops::rmsnorm_rows(X, l.post_norm.data(), N, H, eps, u);
+  }
   moe_forward(tc, l.moe, u, N, y, topk, ar);
+  ProfileScope prof(Part::kNorms);
   for (int64_t i = 0; i < N * H; ++i) X[i] += y[i];
 }
 

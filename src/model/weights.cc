@@ -174,7 +174,7 @@ size_t ModelWeights::bytes() const {
 }
 
 std::unique_ptr<ModelWeights> load_weights(const ModelConfig& cfg, std::unique_ptr<Checkpoint> ck,
-                                           bool dense_int8, bool load_mtp) {
+                                           bool dense_int8, bool load_mtp, bool resident_dense) {
   const TextConfig& tc = cfg.text;
   auto w = std::make_unique<ModelWeights>();
   w->ck = std::move(ck);
@@ -220,6 +220,7 @@ std::unique_ptr<ModelWeights> load_weights(const ModelConfig& cfg, std::unique_p
   const int64_t rd = tc.rotary_dim();
   w->inv_freq.resize(rd / 2);
   ops::rope_inv_freq(tc.rope.theta, rd, w->inv_freq.data());
+  if (resident_dense) make_dense_resident(*w);
   return w;
 }
 

@@ -9,6 +9,7 @@
 #include "io/checkpoint.h"
 #include "io/config.h"
 #include "model/linear.h"
+#include "model/resident.h"
 
 namespace qinfer::model {
 
@@ -61,13 +62,14 @@ struct ModelWeights {
   Linear lm_head;
   std::unique_ptr<MtpWeights> mtp;
   std::vector<float> inv_freq;         // rotary inverse frequencies [rotary_dim / 2]
+  std::unique_ptr<ResidentBlock> resident;   // dense weights copied off the mapping (make_dense_resident)
 
   size_t bytes() const;
 };
 
 // Binds and checks every tensor; progress on stderr.
 std::unique_ptr<ModelWeights> load_weights(const ModelConfig& cfg, std::unique_ptr<Checkpoint> ck,
-                                           bool dense_int8, bool load_mtp);
+                                           bool dense_int8, bool load_mtp, bool resident_dense = true);
 
 // Embedding rows of `tokens` as fp32 into out[n][H].
 void embed_rows(const ModelWeights& w, const int* tokens, int64_t n, int64_t hidden, float* out);
