@@ -1,8 +1,48 @@
 #include "cli/generation_flags.h"
 
+#include "sampling/sampling_params.h"
 #include "util/error.h"
 
 namespace qinfer::cli {
+
+namespace {
+
+// Each sampling flag given is checked on its own, before the (slow) model load,
+// with the sampler's own rules, so a bad value fails at once and names its flag.
+void check_sampling_flags(const Args& a, const engine::GenParams& p) {
+  using SP = sampling::SamplingParams;
+  struct Field {
+    const char* flag;
+    float SP::*member;
+    double value;
+  };
+  const Field fields[] = {{"temperature", &SP::temperature, p.temperature},
+                          {"top-p", &SP::top_p, p.top_p},
+                          {"min-p", &SP::min_p, p.min_p},
+                          {"repetition-penalty", &SP::repetition_penalty, p.repetition_penalty},
+                          {"presence-penalty", &SP::presence_penalty, p.presence_penalty},
+                          {"frequency-penalty", &SP::frequency_penalty, p.frequency_penalty}};
+  auto check = [](const char* flag, const SP& sp) {
+    try {
+      sp.validate(1);
+    } catch (const Error& e) {
+      fail("option --", flag, ": ", e.what());
+    }
+  };
+  for (const Field& f : fields) {
+    if (!a.has(f.flag)) continue;
+    SP sp;
+    sp.*f.member = static_cast<float>(f.value);
+    check(f.flag, sp);
+  }
+  if (a.has("top-k")) {
+    SP sp;
+    sp.top_k = p.top_k;
+    check("top-k", sp);
+  }
+}
+
+}  // namespace
 
 std::vector<OptionSpec> generation_option_specs() {
   return {{"model", true}, {"temperature", true}, {"top-p", true}, {"top-k", true}, {"min-p", true},
@@ -30,17 +70,20 @@ engine::GenParams gen_params_from_args(const Args& a, double default_temperature
   if (a.has("seed")) p.seed = static_cast<uint64_t>(a.get_int("seed", 0));
   p.stop = a.get_all("stop");
   p.max_tokens = a.get_int("max-tokens", 256);
-  if (p.max_tokens <= 0) fail("--max-tokens must be positive");
+  if (p.max_tokens <= 0) fail("option --max-tokens: must be positive, got ", p.max_tokens);
   p.ignore_eos = a.has("ignore-eos");
+  check_sampling_flags(a, p);
   return p;
 }
 
 engine::EngineOptions engine_options_from_args(const Args& a) {
   engine::EngineOptions o;
   o.max_num_seqs = 1;
-  o.load.threads = static_cast<int>(a.get_int("threads", 0));
+  int64_t threads = a.get_int("threads", 0);
+  if (threads < 0) fail("option --threads: must be >= 0 (0 = all cores), got ", threads);
+  o.load.threads = static_cast<int>(threads);
   std::string dense = a.get_or("dense", "bf16");
-  if (dense != "bf16" && dense != "int8") fail("--dense must be bf16 or int8, got '", dense, "'");
+  if (dense != "bf16" && dense != "int8") fail("option --dense: must be bf16 or int8, got '", dense, "'");
   o.load.dense_int8 = dense == "int8";
   return o;
 }

@@ -193,6 +193,22 @@ TEST(CliContract, BadRequestsAreRejected) {
   EXPECT_EQ(r.code, 2) << r.out;
 }
 
+// A bad sampling flag fails before the model loads, and the message names the flag.
+TEST(CliContract, BadSamplingFlagsNameTheFlag) {
+  const std::string base = "generate --model " + fixture("qwen35moe-tiny-s1/bf16") + " --ids 1,2 --max-tokens 2 ";
+  const std::pair<const char*, const char*> cases[] = {
+      {"--temperature -1", "--temperature"}, {"--top-p 2", "--top-p"}, {"--top-k -5", "--top-k"},
+      {"--min-p 1.5", "--min-p"}, {"--repetition-penalty 0", "--repetition-penalty"},
+      {"--presence-penalty 9", "--presence-penalty"}, {"--frequency-penalty -3", "--frequency-penalty"},
+      {"--max-tokens 0", "--max-tokens"}, {"--threads -2", "--threads"}, {"--dense fp8", "--dense"}};
+  for (const auto& [flag, name] : cases) {
+    RunResult r = run(base + flag);
+    EXPECT_EQ(r.code, 1) << flag << ": " << r.out;
+    EXPECT_NE(r.out.find(std::string("option ") + name + ":"), std::string::npos) << flag << ": " << r.out;
+    EXPECT_EQ(r.out.find("loaded"), std::string::npos) << flag << ": checked only after loading: " << r.out;
+  }
+}
+
 TEST(CliContract, InspectAndSynthRoundTrip) {
   std::string dir = temp_path("synth");
   fs::remove_all(dir);
