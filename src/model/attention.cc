@@ -27,25 +27,39 @@ struct AttendArgs {
 };
 
 // Rows [t0, t1) of span `span` times query heads [h0, h1) of one kv group:
-// online softmax over blocks of 64 keys, then the sigmoid output gate.
+// online softmax over blocks of 64 keys, then the sigmoid output gate. Each key
+// block is transposed once ([head_dim][64]) so a query's 64 scores accumulate
+// as vectors along the keys (no horizontal sums), shared by all queries of the tile.
 QINFER_CLONES void attend_tile(const AttendArgs& a, int64_t span, int64_t t0, int64_t t1, int64_t h0, int64_t h1) {
   constexpr int64_t kKeys = 64;
   const int64_t qw = a.qw, hd = a.hd;
   const KvCache& c = *a.caches[span];
   const int64_t kvh = h0 / a.group, nhq = h1 - h0, Q = (t1 - t0) * nhq;
-  std::vector<float> sc(kKeys), mx(Q, -INFINITY), sum(Q, 0.0f), acc(Q * hd, 0.0f);
+  std::vector<float> kt(hd * kKeys), sc(kKeys), mx(Q, -INFINITY), sum(Q, 0.0f), acc(Q * hd, 0.0f);
   const int64_t L = a.pos[t1 - 1] + 1;   // keys the last query of the tile sees
   for (int64_t kb = 0; kb < L; kb += kKeys) {
-    const int64_t ke = std::min(L, kb + kKeys);
+    const int64_t ke = std::min(L, kb + kKeys), nk = ke - kb;
+    for (int64_t j = 0; j < nk; ++j) {
+      const float* kr = c.k(kb + j) + kvh * hd;
+      for (int64_t d = 0; d < hd; ++d) kt[d * kKeys + j] = kr[d];
+    }
     for (int64_t i = 0; i < Q; ++i) {
       const int64_t t = t0 + i / nhq, h = h0 + i % nhq;
       const int64_t lim = std::min(ke, a.pos[t] + 1);   // causal mask
       if (lim <= kb) continue;
+      const int64_t n = lim - kb;
       const float* qh = a.q + t * qw + h * hd;
+      float* s = sc.data();
+      for (int64_t j = 0; j < kKeys; ++j) s[j] = 0.0f;
+      for (int64_t d = 0; d < hd; ++d) {
+        const float qd = qh[d];
+        const float* kd = kt.data() + d * kKeys;
+        for (int64_t j = 0; j < kKeys; ++j) s[j] += qd * kd[j];
+      }
       float m = mx[i];
-      for (int64_t j = kb; j < lim; ++j) {
-        sc[j - kb] = ops::dot(qh, c.k(j) + kvh * hd, hd) * a.scale;
-        m = std::max(m, sc[j - kb]);
+      for (int64_t j = 0; j < n; ++j) {
+        s[j] *= a.scale;
+        m = std::max(m, s[j]);
       }
       const float corr = std::exp(mx[i] - m);
       float* ac = acc.data() + i * hd;
@@ -53,10 +67,10 @@ QINFER_CLONES void attend_tile(const AttendArgs& a, int64_t span, int64_t t0, in
         sum[i] *= corr;
         for (int64_t d = 0; d < hd; ++d) ac[d] *= corr;
       }
-      for (int64_t j = kb; j < lim; ++j) {
-        const float pj = std::exp(sc[j - kb] - m);
+      for (int64_t j = 0; j < n; ++j) {
+        const float pj = std::exp(s[j] - m);
         sum[i] += pj;
-        ops::axpy(pj, c.v(j) + kvh * hd, hd, ac);
+        ops::axpy(pj, c.v(kb + j) + kvh * hd, hd, ac);
       }
       mx[i] = m;
     }
