@@ -33,6 +33,7 @@ int cmd_serve(int argc, char** argv) {
   engine::EngineOptions eo;
   eo.max_num_seqs = o.max_num_seqs;
   eo.max_model_len = o.max_model_len;
+  eo.allow_long_max_model_len = o.allow_long_max_model_len;
   eo.prefill_chunk = o.prefill_chunk;
   eo.load.threads = o.threads;
   eo.load.dense_int8 = o.dense_int8;

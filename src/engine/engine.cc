@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "io/config.h"
 #include "jinja/chat_template.h"
 #include "engine/seq_sampler.h"
 #include "engine/text_output.h"
@@ -41,6 +42,11 @@ bool has_chat_template(const std::string& dir) {
 
 std::unique_ptr<Engine> Engine::load(const std::string& dir, const EngineOptions& opts) {
   namespace fs = std::filesystem;
+  // Before the (long) weight load, so a bad --max-model-len fails at once.
+  if (opts.max_model_len > 0) {
+    resolve_max_model_len(opts.max_model_len, load_config(dir).text.max_position_embeddings,
+                          opts.allow_long_max_model_len, (fs::path(dir) / "config.json").string());
+  }
   auto runner = load_model_runner(dir, opts.load);
   std::unique_ptr<Tokenizer> tok;
   if (fs::exists(fs::path(dir) / "tokenizer.json")) {
@@ -66,14 +72,12 @@ Engine::Engine(std::unique_ptr<ModelRunner> model, std::unique_ptr<Tokenizer> to
   if (opts_.max_num_seqs < 1) fail("max_num_seqs must be >= 1, got ", opts_.max_num_seqs);
   if (opts_.prefill_chunk < 1) fail("prefill_chunk must be >= 1, got ", opts_.prefill_chunk);
   vocab_ = model_->vocab_size();
-  max_model_len_ = model_->max_context();
-  if (opts_.max_model_len > 0) {
-    if (opts_.max_model_len > max_model_len_) {
-      log_warn("--max-model-len ", opts_.max_model_len, " is above the model's ", max_model_len_,
-               " positions; using ", max_model_len_);
-    } else {
-      max_model_len_ = opts_.max_model_len;
-    }
+  max_model_len_ = resolve_max_model_len(opts_.max_model_len, model_->max_context(),
+                                         opts_.allow_long_max_model_len, "the model config");
+  if (opts_.max_model_len > max_model_len_) {
+    log_warn("--max-model-len ", opts_.max_model_len, " is above the model's maximum context (",
+             max_model_len_, " tokens) and long lengths are allowed: serving with max_model_len ",
+             max_model_len_);
   }
   eos_ids_ = model_->eos_token_ids();
   if (tokenizer_) {
@@ -93,6 +97,20 @@ Engine::~Engine() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+}
+
+int64_t Engine::resolve_max_model_len(int64_t requested, int64_t model_max, bool allow_long,
+                                      const std::string& source) {
+  if (requested < 0) fail("--max-model-len: must be positive, got ", requested);
+  if (requested == 0) return model_max;
+  if (requested <= model_max) return requested;
+  if (!allow_long) {
+    fail("--max-model-len ", requested, " is greater than this model's maximum context of ", model_max,
+         " tokens (max_position_embeddings in ", source, "); the model cannot attend past it. Use "
+         "--max-model-len ", model_max, " or less (or leave it out), or set QINFER_ALLOW_LONG_MAX_MODEL_LEN=1 "
+         "(or VLLM_ALLOW_LONG_MAX_MODEL_LEN=1) to start anyway with max_model_len ", model_max, ".");
+  }
+  return model_max;
 }
 
 int64_t Engine::check_context(int64_t prompt_tokens, int64_t max_tokens) const {

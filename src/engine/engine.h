@@ -35,6 +35,10 @@ struct EngineOptions {
   int max_num_seqs = 32;
   int prefill_chunk = 512;        // prompt tokens per step, over all prefilling sequences
   int64_t max_model_len = 0;      // 0: the model's max_context()
+  // As vLLM's VLLM_ALLOW_LONG_MAX_MODEL_LEN: a max_model_len above the model's context
+  // is an error unless this is set; then it is lowered to the model's context (the model
+  // cannot attend past it) with a warning.
+  bool allow_long_max_model_len = false;
   RunnerLoadOptions load;
 };
 
@@ -77,6 +81,12 @@ class Engine {
   // Validates prompt length + max_tokens against the context; returns the effective
   // max_tokens. Error text follows vLLM ("maximum context length is N tokens").
   int64_t check_context(int64_t prompt_tokens, int64_t max_tokens) const;
+
+  // The max_model_len to serve with: `requested` (0: the model's) checked against the
+  // model's context `model_max` (from `source`, for the message) as described at
+  // EngineOptions::allow_long_max_model_len. Throws Error naming --max-model-len.
+  static int64_t resolve_max_model_len(int64_t requested, int64_t model_max, bool allow_long,
+                                       const std::string& source);
 
  private:
   struct Seq;

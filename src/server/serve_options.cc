@@ -1,5 +1,7 @@
 #include "server/serve_options.h"
 
+#include <cstdlib>
+
 #include <nlohmann/json.hpp>
 
 #include "util/args.h"
@@ -24,11 +26,20 @@ const char* const kIgnoredFlags[] = {
     "disable-frontend-multiprocessing", "enable-expert-parallel", "async-scheduling",
     "disable-uvicorn-access-log", "enable-prompt-tokens-details"};
 
+bool env_true(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v) return false;
+  std::string s = v;
+  return s == "1" || s == "true" || s == "True" || s == "TRUE";
+}
+
 }  // namespace
 
 std::string serve_usage() {
   return "usage: qinfer serve MODEL_DIR [--host H] [--port P] [--api-key KEY] [--served-model-name NAME...]\n"
          "       [--max-num-seqs N] [--max-model-len N] [--max-num-batched-tokens N]\n"
+         "       (--max-model-len above the model's context is refused unless\n"
+         "        QINFER_ALLOW_LONG_MAX_MODEL_LEN=1, which serves the model's context instead)\n"
          "       [--reasoning-parser qwen3] [--enable-auto-tool-choice] [--tool-call-parser qwen3_coder]\n"
          "       [--limit-mm-per-prompt '{\"image\": N}'] [--threads N] [--dense-int8]\n"
          "       vLLM GPU flags (--gpu-memory-utilization, --tensor-parallel-size, --dtype,\n"
@@ -83,6 +94,8 @@ ServeOptions parse_serve_options(int argc, char** argv) {
   o.max_num_seqs = static_cast<int>(seqs);
   o.max_model_len = a.get_int("max-model-len", 0);
   if (o.max_model_len < 0) fail("option --max-model-len: must be positive, got ", o.max_model_len);
+  o.allow_long_max_model_len =
+      env_true("QINFER_ALLOW_LONG_MAX_MODEL_LEN") || env_true("VLLM_ALLOW_LONG_MAX_MODEL_LEN");
   int64_t chunk = a.get_int("max-num-batched-tokens", o.prefill_chunk);
   if (chunk < 1) fail("option --max-num-batched-tokens: must be positive, got ", chunk);
   o.prefill_chunk = static_cast<int>(chunk);

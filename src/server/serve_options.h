@@ -17,6 +17,9 @@ struct ServeOptions {
   std::vector<std::string> served_model_names;  // empty: the model path
   int max_num_seqs = 32;
   int64_t max_model_len = 0;                 // 0: the model's
+  // QINFER_ALLOW_LONG_MAX_MODEL_LEN or VLLM_ALLOW_LONG_MAX_MODEL_LEN set to 1/true:
+  // a --max-model-len above the model's context is lowered to it instead of refused.
+  bool allow_long_max_model_len = false;
   int prefill_chunk = 512;                   // --max-num-batched-tokens
   std::string reasoning_parser;              // "" or "qwen3"
   std::string tool_call_parser;              // "" or "qwen3_coder"

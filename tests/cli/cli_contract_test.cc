@@ -209,6 +209,17 @@ TEST(CliContract, BadSamplingFlagsNameTheFlag) {
   }
 }
 
+// `serve --max-model-len` above the model's context: refused before the weights load
+// (vLLM refuses too), naming the flag and the override.
+TEST(CliContract, ServeRefusesMaxModelLenAboveTheModel) {
+  RunResult r = run("serve " + fixture("qwen35moe-tiny-s1/bf16") + " --port 0 --host 127.0.0.1 --max-model-len 99999999");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("--max-model-len 99999999 is greater than this model's maximum context"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("QINFER_ALLOW_LONG_MAX_MODEL_LEN=1"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("loaded"), std::string::npos) << "refused only after loading: " << r.out;
+}
+
 TEST(CliContract, InspectAndSynthRoundTrip) {
   std::string dir = temp_path("synth");
   fs::remove_all(dir);

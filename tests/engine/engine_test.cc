@@ -196,6 +196,32 @@ TEST(Engine, CancelWhileQueued) {
   busy->cancel();
 }
 
+// As vLLM: --max-model-len above the model's context is refused, naming the flag and
+// the override; with the override it is lowered to the model's context.
+TEST(Engine, MaxModelLenAboveTheModelIsRefusedUnlessAllowed) {
+  FakeStats st;
+  EngineOptions o;
+  o.max_model_len = 100;
+  try {
+    Engine e(std::make_unique<FakeRunner>(&st, 64), nullptr, nullptr, o);
+    FAIL() << "no error";
+  } catch (const Error& err) {
+    std::string m = err.what();
+    EXPECT_NE(m.find("--max-model-len 100"), std::string::npos) << m;
+    EXPECT_NE(m.find("maximum context of 64"), std::string::npos) << m;
+    EXPECT_NE(m.find("QINFER_ALLOW_LONG_MAX_MODEL_LEN=1"), std::string::npos) << m;
+  }
+  o.allow_long_max_model_len = true;
+  Engine allowed(std::make_unique<FakeRunner>(&st, 64), nullptr, nullptr, o);
+  EXPECT_EQ(allowed.max_model_len(), 64);
+  o.max_model_len = 32;
+  o.allow_long_max_model_len = false;
+  Engine smaller(std::make_unique<FakeRunner>(&st, 64), nullptr, nullptr, o);
+  EXPECT_EQ(smaller.max_model_len(), 32);
+  EXPECT_EQ(Engine::resolve_max_model_len(0, 64, false, "x"), 64);
+  EXPECT_THROW(Engine::resolve_max_model_len(-1, 64, true, "x"), Error);
+}
+
 TEST(Engine, ContextLimitsAndBadInput) {
   FakeStats st;
   auto e = make_engine(&st, 4, 512, 64);
