@@ -44,12 +44,21 @@ void send_json(httplib::Response& res, int status, const json& body) {
 
 void send_error(httplib::Response& res, const ApiError& e) { send_json(res, e.status(), e.to_json()); }
 
-nlohmann::ordered_json parse_body(const httplib::Request& req) {
+nlohmann::ordered_json parse_body(const httplib::Request& req, bool chat) {
+  nlohmann::ordered_json body;
   try {
-    return nlohmann::ordered_json::parse(req.body);
+    body = nlohmann::ordered_json::parse(req.body);
   } catch (const json::exception& e) {
     throw ApiError(400, std::string("request body is not valid JSON: ") + e.what());
   }
+  // As vLLM: unknown fields are accepted, with a warning naming them.
+  std::vector<std::string> ignored = ignored_fields(body, chat);
+  if (!ignored.empty()) {
+    std::string list;
+    for (const auto& f : ignored) list += (list.empty() ? "" : ", ") + f;
+    log_warn(req.path, ": the following fields were present in the request but ignored: ", list);
+  }
+  return body;
 }
 
 }  // namespace
@@ -235,7 +244,7 @@ void HttpServer::Impl::respond(std::shared_ptr<GenerationJob> job, bool stream, 
 }
 
 void HttpServer::Impl::chat(const httplib::Request& req, httplib::Response& res) {
-  ChatRequest r = parse_chat_request(parse_body(req), limits);
+  ChatRequest r = parse_chat_request(parse_body(req, true), limits);
   const Tokenizer* tok = eng.tokenizer();
   if (!tok || !eng.chat_template()) {
     throw ApiError(400, cat("model '", model, "' has no tokenizer/chat template, so chat completions are "
@@ -309,7 +318,7 @@ void HttpServer::Impl::chat(const httplib::Request& req, httplib::Response& res)
 }
 
 void HttpServer::Impl::completions(const httplib::Request& req, httplib::Response& res) {
-  nlohmann::ordered_json body = parse_body(req);
+  nlohmann::ordered_json body = parse_body(req, false);
   CompletionRequest r = parse_completion_request(body, limits);
   const Tokenizer* tok = eng.tokenizer();
   std::vector<std::vector<int>> prompts = r.prompt_ids;

@@ -1,6 +1,7 @@
 #include "server/openai_request.h"
 
 #include <cmath>
+#include <cstdio>
 
 #include "server/api_error.h"
 #include "util/error.h"
@@ -63,12 +64,29 @@ std::optional<std::string> opt_string(const json& b, const char* k) {
   return v.get<std::string>();
 }
 
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
 void check_range(const char* k, double v, double lo, double hi, bool lo_open = false) {
   if ((lo_open ? v <= lo : v < lo) || v > hi) {
-    bad_request(k, cat(k, ": must be in ", lo_open ? "(" : "[", std::to_string(lo), ", ", std::to_string(hi),
-                       "], got ", std::to_string(v)));
+    bad_request(k, cat(k, ": must be in ", lo_open ? "(" : "[", num(lo), ", ", num(hi), "], got ", num(v)));
   }
 }
+
+// Fields read by parse_sampling / parse_stream, and harmless ones (user, metadata).
+const char* const kCommonFields[] = {
+    "model", "temperature", "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty",
+    "repetition_penalty", "seed", "stop", "stop_token_ids", "logit_bias", "ignore_eos", "min_tokens",
+    "include_stop_str_in_output", "skip_special_tokens", "n", "best_of", "stream", "stream_options",
+    "max_tokens", "user", "metadata"};
+const char* const kChatFields[] = {
+    "messages", "max_completion_tokens", "logprobs", "top_logprobs", "chat_template_kwargs", "reasoning_effort",
+    "include_reasoning", "add_generation_prompt", "continue_final_message", "response_format", "tools",
+    "tool_choice", "parallel_tool_calls"};
+const char* const kCompletionFields[] = {"prompt", "suffix", "echo", "logprobs", "return_token_ids"};
 
 std::string check_model(const json& body, const RequestLimits& limits) {
   auto m = opt_string(body, "model");
@@ -316,6 +334,24 @@ void parse_tools(const json& b, ChatRequest& r) {
 }
 
 }  // namespace
+
+std::vector<std::string> ignored_fields(const json& body, bool chat) {
+  std::vector<std::string> out;
+  if (!body.is_object()) return out;
+  auto known = [chat](const std::string& k) {
+    for (const char* f : kCommonFields) if (k == f) return true;
+    if (chat) {
+      for (const char* f : kChatFields) if (k == f) return true;
+    } else {
+      for (const char* f : kCompletionFields) if (k == f) return true;
+    }
+    return false;
+  };
+  for (auto it = body.begin(); it != body.end(); ++it) {
+    if (!known(it.key())) out.push_back(it.key());
+  }
+  return out;
+}
 
 SamplingDefaults SamplingDefaults::from_generation_config(const json& gc) {
   SamplingDefaults d;

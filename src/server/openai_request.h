@@ -62,4 +62,8 @@ struct CompletionRequest {
 ChatRequest parse_chat_request(const nlohmann::ordered_json& body, const RequestLimits& limits);
 CompletionRequest parse_completion_request(const nlohmann::ordered_json& body, const RequestLimits& limits);
 
+// The top-level fields of a request body that this server does not act on, in body
+// order. Like vLLM, such fields are accepted and reported in a warning, not refused.
+std::vector<std::string> ignored_fields(const nlohmann::ordered_json& body, bool chat);
+
 }  // namespace qinfer::server

@@ -125,6 +125,31 @@ TEST(ChatRequest, BadFieldsNameTheField) {
   expect_error(lp, 400, "top_logprobs");
 }
 
+// Range errors print numbers as written, not as std::to_string's "0.000000".
+TEST(ChatRequest, RangeErrorsPrintPlainNumbers) {
+  json b = chat_body();
+  b["temperature"] = -1;
+  try {
+    parse_chat_request(b, limits());
+    ADD_FAILURE() << "no error";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(std::string(e.what()), "temperature: must be in [0, 100], got -1");
+  }
+}
+
+// Unknown fields are accepted (as vLLM does) and listed for the warning.
+TEST(ChatRequest, IgnoredFieldsAreListed) {
+  json b = chat_body();
+  b["foo_bar"] = 1;
+  b["temperature"] = 0.5;
+  b["guided_json"] = json::object();
+  EXPECT_NO_THROW(parse_chat_request(b, limits()));
+  EXPECT_EQ(ignored_fields(b, true), (std::vector<std::string>{"foo_bar", "guided_json"}));
+  EXPECT_TRUE(ignored_fields(chat_body(), true).empty());
+  json c = json::parse(R"({"model": "qwen", "prompt": "x", "echo": true, "messages": []})");
+  EXPECT_EQ(ignored_fields(c, false), std::vector<std::string>{"messages"});
+}
+
 TEST(ChatRequest, UnknownModelIs404) {
   json b = chat_body();
   b["model"] = "gpt-4";
