@@ -56,7 +56,7 @@ bool GenerationJob::take(size_t i, double wait_s, engine::GenEvent& ev) {
 }
 
 int64_t GenerationJob::reasoning_tokens(const JobChoice& c) const {
-  if (cfg_.think_end_id < 0) return 0;
+  if (cfg_.think_end_id < 0 || cfg_.reasoning_closed) return 0;
   for (size_t i = 0; i < c.tokens.size(); ++i) {
     if (c.tokens[i].token == cfg_.think_end_id) return static_cast<int64_t>(i);
   }

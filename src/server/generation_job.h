@@ -40,6 +40,7 @@ struct JobConfig {
   const Tokenizer* tokenizer = nullptr;
   std::vector<int> eos_ids;
   int think_end_id = -1;                 // count usage reasoning_tokens up to this id (-1: none)
+  bool reasoning_closed = false;         // the prompt's forced prefix closed thinking: 0 reasoning tokens
 };
 
 class GenerationJob {

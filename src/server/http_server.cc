@@ -307,6 +307,7 @@ void HttpServer::Impl::chat(const httplib::Request& req, httplib::Response& res)
   jc.logprobs = r.logprobs;
   jc.named_tool_choice = r.tool_choice == ToolChoice::kNamed;
   jc.think_end_id = (oc.reasoning && thinking) ? think_end_id : -1;
+  jc.reasoning_closed = forced.rfind("</think>", 0) == 0;  // the forced call closed thinking itself
 
   std::vector<JobChoice> choices;
   submit_choices(ids, r.gen, r.n, choices);

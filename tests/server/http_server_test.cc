@@ -314,6 +314,8 @@ TEST_F(ServerTest, RequiredAndNamedToolChoiceForceACall) {
   EXPECT_EQ(m["tool_calls"][0]["function"]["arguments"], "{\"city\": \"Rome\"}");
   EXPECT_EQ(j["choices"][0]["finish_reason"], "tool_calls");
   EXPECT_TRUE(m["reasoning_content"].is_null());
+  // The forced call closed thinking before the model ran: nothing generated is reasoning.
+  EXPECT_EQ(j["usage"]["completion_tokens_details"]["reasoning_tokens"], 0) << j.dump();
   script("<parameter=city>\nOslo\n</parameter>\n</function>\n</tool_call>");
   b["tool_choice"] = {{"type", "function"}, {"function", {{"name", "get_weather"}}}};
   b["stream"] = true;
