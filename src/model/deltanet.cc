@@ -1,3 +1,4 @@
+#pragma GCC optimize("O3")   // vectorise the channel loops (see model/clones.h)
 // Gated DeltaNet layer (spec §3.3): projections, causal depthwise conv + SiLU
 // with the conv state, L2-normed q/k, decay and beta gates, the delta rule
 // (recurrent for a single token, chunked C = 64 otherwise), gated RMSNorm, out_proj.
@@ -6,6 +7,7 @@
 #include <cstring>
 #include <optional>
 
+#include "model/clones.h"
 #include "model/delta_rule.h"
 #include "model/layers.h"
 #include "model/profile.h"
@@ -13,6 +15,21 @@
 #include "util/thread_pool.h"
 
 namespace qinfer::model {
+
+namespace {
+// o[c] = silu(Σ_j w[j][c] x_j[c]) for channels [c0, c1): one token of the causal
+// depthwise conv (x_j: the K input rows ending at this token).
+QINFER_CLONES void conv_silu(const float* const* x, int64_t K, const float* w, int64_t conv_dim, int64_t c0, int64_t c1,
+                             float* o) {
+  for (int64_t c = c0; c < c1; ++c) o[c] = 0.0f;
+  for (int64_t j = 0; j < K; ++j) {
+    const float* xj = x[j];
+    const float* wj = w + j * conv_dim;
+    for (int64_t c = c0; c < c1; ++c) o[c] += wj[c] * xj[c];
+  }
+  for (int64_t c = c0; c < c1; ++c) o[c] = ops::silu(o[c]);
+}
+}  // namespace
 
 void deltanet_forward(const TextConfig& tc, const DeltaNetWeights& w, int cache_index, const float* U, int64_t N,
                       const std::vector<Span>& spans, float* out, Arena& ar) {
@@ -45,15 +62,10 @@ void deltanet_forward(const TextConfig& tc, const DeltaNetWeights& w, int cache_
       auto input = [&](int64_t idx) -> const float* {          // idx relative to the span's first token
         return idx < 0 ? cs + (KS + idx) * conv_dim : qkv + (sp.begin + idx) * conv_dim;
       };
+      std::vector<const float*> rows(K);
       for (int64_t t = 0; t < sp.n; ++t) {
-        float* o = act + (sp.begin + t) * conv_dim;
-        for (int64_t c = c0; c < c1; ++c) o[c] = 0.0f;
-        for (int64_t j = 0; j < K; ++j) {
-          const float* x = input(t + j - KS);
-          const float* wj = w.conv_t.data() + j * conv_dim;
-          for (int64_t c = c0; c < c1; ++c) o[c] += wj[c] * x[c];
-        }
-        for (int64_t c = c0; c < c1; ++c) o[c] = ops::silu(o[c]);
+        for (int64_t j = 0; j < K; ++j) rows[j] = input(t + j - KS);
+        conv_silu(rows.data(), K, w.conv_t.data(), conv_dim, c0, c1, act + (sp.begin + t) * conv_dim);
       }
       // New conv state: the last KS inputs of [state; new tokens].
       std::vector<float> keep(KS * (c1 - c0));

@@ -64,7 +64,10 @@ Linear WeightReader::dense_slice(const TensorInfo& t, int64_t offset_elems, int6
   l.cols = cols;
   const size_t esz = dtype_size(t.dtype);
   l.dense = ops::dense_view(wtype_of(t), t.data + offset_elems * esz, rows, cols);
-  if (dense_int8_) l.dense = ops::dense_to_q8(l.dense);
+  if (dense_int8_) {
+    l.dense = ops::dense_to_q8(l.dense);
+    drop_pages(t.data + offset_elems * esz, rows * cols * esz);   // re-encoded: the source is not read again
+  }
   return l;
 }
 
@@ -97,7 +100,10 @@ Linear WeightReader::linear(const std::string& module, int64_t out, int64_t in, 
   l.rows = out;
   l.cols = in;
   l.dense = ops::dense_view(wtype_of(t), t.data, out, in);
-  if (dense_int8_ && quantizable) l.dense = ops::dense_to_q8(l.dense);
+  if (dense_int8_ && quantizable) {
+    l.dense = ops::dense_to_q8(l.dense);
+    drop_pages(t.data, t.nbytes);
+  }
   return l;
 }
 

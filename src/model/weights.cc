@@ -202,7 +202,10 @@ std::unique_ptr<ModelWeights> load_weights(const ModelConfig& cfg, std::unique_p
     w->lm_head.rows = V;
     w->lm_head.cols = H;
     w->lm_head.dense = ops::dense_view(wtype_of(*w->embed), w->embed->data, V, H);
-    if (dense_int8) w->lm_head.dense = ops::dense_to_q8(w->lm_head.dense);
+    if (dense_int8) {
+      w->lm_head.dense = ops::dense_to_q8(w->lm_head.dense);
+      drop_pages(w->embed->data, w->embed->nbytes);   // only single embedding rows are read from now on
+    }
   } else {
     fail(c.dir(), ": tensor lm_head.weight is missing (tie_word_embeddings is false)");
   }
