@@ -87,7 +87,13 @@ int cmd_chat(int argc, char** argv) {
     chat::ReasoningStream split(chat::prompt_ends_reasoning(prompt_text));
     std::string reply;  // everything generated, for the history
     bool in_thinking_style = false;
+    bool noted_hidden = false;  // hidden thinking still shows that the model is at work
     auto show = [&](const chat::ReasoningStream::Delta& d) {
+      if (!d.reasoning.empty() && hide_thinking && !noted_hidden) {
+        std::fputs(dim, stdout), std::fputs("(thinking...)", stdout), std::fputs(reset, stdout);
+        std::fputs("\n", stdout);
+        noted_hidden = true;
+      }
       if (!d.reasoning.empty() && !hide_thinking) {
         if (!in_thinking_style) std::fputs(dim, stdout), in_thinking_style = true;
         std::fputs(d.reasoning.c_str(), stdout);

@@ -322,6 +322,18 @@ TEST_F(DemoModel, ChatResetAndExit) {
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '>'), 4) << r.out;  // 3 prompts + the one /exit answers
 }
 
+// --hide-thinking still says the model is thinking (else a reply all in thinking shows nothing).
+TEST_F(DemoModel, ChatHideThinkingShowsAMarker) {
+  std::string input = temp_path("chat_hide.txt");
+  std::ofstream(input) << "hi\n/exit\n";
+  RunResult r = run("chat --model " + dir_ + " --max-tokens 3 --temperature 0 --hide-thinking < " + input);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("(thinking...)"), std::string::npos) << r.out;
+  r = run("chat --model " + dir_ + " --max-tokens 3 --temperature 0 --hide-thinking --no-think < " + input);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.find("(thinking...)"), std::string::npos) << r.out;
+}
+
 TEST_F(DemoModel, PerplexityOnText) {
   std::string text = temp_path("ppl.txt");
   std::ofstream(text) << "The quick brown fox jumps over the lazy dog. It was a sunny day in the park.\n";
