@@ -292,6 +292,12 @@ class DemoModel : public ::testing::Test {
                       "/assets/tokenizer/qwen3.5 --out " + dir_);
     ASSERT_EQ(r.code, 0) << r.out;
   }
+  // `qinfer chat` on the demo model with `lines` as its standard input.
+  static RunResult chat(const std::string& lines, const std::string& flags) {
+    std::string input = temp_path("chat_input.txt");
+    std::ofstream(input) << lines;
+    return run("chat --model " + dir_ + " --temperature 0 " + flags + " < " + input);
+  }
   static std::string dir_;
 };
 std::string DemoModel::dir_;
@@ -314,9 +320,7 @@ TEST_F(DemoModel, GeneratePromptIsDeterministicAndStops) {
 }
 
 TEST_F(DemoModel, ChatResetAndExit) {
-  std::string input = temp_path("chat_input.txt");
-  std::ofstream(input) << "hi\n/reset\nhello\n/exit\n";
-  RunResult r = run("chat --model " + dir_ + " --max-tokens 5 --temperature 0 < " + input);
+  RunResult r = chat("hi\n/reset\nhello\n/exit\n", "--max-tokens 5");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("(conversation cleared)"), std::string::npos) << r.out;
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '>'), 4) << r.out;  // 3 prompts + the one /exit answers
@@ -324,12 +328,10 @@ TEST_F(DemoModel, ChatResetAndExit) {
 
 // --hide-thinking still says the model is thinking (else a reply all in thinking shows nothing).
 TEST_F(DemoModel, ChatHideThinkingShowsAMarker) {
-  std::string input = temp_path("chat_hide.txt");
-  std::ofstream(input) << "hi\n/exit\n";
-  RunResult r = run("chat --model " + dir_ + " --max-tokens 3 --temperature 0 --hide-thinking < " + input);
+  RunResult r = chat("hi\n/exit\n", "--max-tokens 3 --hide-thinking");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("(thinking...)"), std::string::npos) << r.out;
-  r = run("chat --model " + dir_ + " --max-tokens 3 --temperature 0 --hide-thinking --no-think < " + input);
+  r = chat("hi\n/exit\n", "--max-tokens 3 --hide-thinking --no-think");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(r.out.find("(thinking...)"), std::string::npos) << r.out;
 }
