@@ -23,7 +23,9 @@ struct ChatOutput::Impl {
 
   json to_json(const std::string& r, const std::string& content, const chat::ToolStreamDelta* td) {
     json out = json::object();
-    if (!r.empty() && cfg.include_reasoning) out["reasoning_content"] = r;
+    // Current vLLM sends `reasoning`; older vLLM and DeepSeek-style clients read
+    // `reasoning_content`. Both carry the same text.
+    if (!r.empty() && cfg.include_reasoning) out["reasoning"] = out["reasoning_content"] = r;
     std::string c = content;
     if (td) c = td->content;
     if (!c.empty()) out["content"] = c;
@@ -117,7 +119,7 @@ json ChatOutput::parse_all(const std::string& text) const {
   }
   msg["content"] = content ? json(*content) : json(nullptr);
   if (cfg.reasoning && cfg.include_reasoning) {
-    msg["reasoning_content"] = reasoning && !reasoning->empty() ? json(*reasoning) : json(nullptr);
+    msg["reasoning"] = msg["reasoning_content"] = reasoning && !reasoning->empty() ? json(*reasoning) : json(nullptr);
   }
   return msg;
 }

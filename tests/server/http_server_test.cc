@@ -149,6 +149,7 @@ TEST_F(ServerTest, ChatToolCallNonStreaming) {
   EXPECT_EQ(ch["finish_reason"], "tool_calls");
   EXPECT_EQ(ch["message"]["role"], "assistant");
   EXPECT_EQ(ch["message"]["reasoning_content"], "The user wants weather.\n");
+  EXPECT_EQ(ch["message"]["reasoning"], "The user wants weather.\n");  // current vLLM's name
   EXPECT_EQ(ch["message"]["content"], "\n\n");
   ASSERT_EQ(ch["message"]["tool_calls"].size(), 1u);
   const json& tc = ch["message"]["tool_calls"][0];
@@ -181,7 +182,10 @@ TEST_F(ServerTest, ChatToolCallStreaming) {
     EXPECT_EQ(e["object"], "chat.completion.chunk");
     if (e["choices"].empty()) continue;
     const json& d = e["choices"][0]["delta"];
-    if (d.contains("reasoning_content")) reasoning += d["reasoning_content"].get<std::string>();
+    if (d.contains("reasoning_content")) {
+      reasoning += d["reasoning_content"].get<std::string>();
+      EXPECT_EQ(d["reasoning"], d["reasoning_content"]);
+    }
     if (d.contains("content")) content += d["content"].get<std::string>();
     if (d.contains("tool_calls")) {
       for (const auto& t : d["tool_calls"]) {
