@@ -17,7 +17,7 @@ struct LoadOptions {
   bool dense_int8 = false;  // re-encode the large dense matrices as int8 (per-row scale)
   bool load_mtp = false;    // load the mtp.* head when present (skipped quietly when absent)
   int threads = 0;          // worker threads of the global pool; 0 = all cores
-  bool resident_dense = true;  // copy dense weights off the mapping into huge pages (model/resident.h)
+  bool resident_dense = true;  // dense weights off the mapping and GPTQ experts into huge pages (model/resident.h)
 };
 
 // Optional debugging capture of one forward() call (used by the tests). Rows are

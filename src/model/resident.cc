@@ -1,10 +1,12 @@
 #include "model/resident.h"
 
+#include <malloc.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -20,12 +22,18 @@ constexpr size_t kAlign = 64;
 
 size_t round_up(size_t a, size_t b) { return (a + b - 1) / b * b; }
 
-void collect(Linear& l, std::vector<Linear*>& out) {
-  if (l.empty() || l.gptq || !l.dense.weights()) return;
-  out.push_back(&l);
+struct Found {
+  std::vector<Linear*> dense;            // dense matrices to copy
+  std::vector<ops::GptqMatrix*> gptq;    // packed GPTQ matrices to move
+};
+
+void collect(Linear& l, Found& out) {
+  if (l.empty()) return;
+  if (l.gptq) out.gptq.push_back(l.gptq.get());
+  else if (l.dense.weights()) out.dense.push_back(&l);
 }
 
-void collect_layer(LayerWeights& l, std::vector<Linear*>& out) {
+void collect_layer(LayerWeights& l, Found& out) {
   for (Linear* x : {&l.delta.in_qkv, &l.delta.in_z, &l.delta.in_b, &l.delta.in_a, &l.delta.out, &l.attn.q, &l.attn.k,
                     &l.attn.v, &l.attn.o, &l.moe.router, &l.moe.shared_gate, &l.moe.shared_up, &l.moe.shared_down,
                     &l.moe.shared_expert_gate})
@@ -54,30 +62,47 @@ ResidentBlock::~ResidentBlock() {
   if (data_) munmap(data_, size_);
 }
 
-void make_dense_resident(ModelWeights& w) {
-  std::vector<Linear*> mats;
-  for (LayerWeights& l : w.layers) collect_layer(l, mats);
-  if (!w.embed || w.lm_head.dense.data != w.embed->data) collect(w.lm_head, mats);
+void make_resident(ModelWeights& w) {
+  Found found;
+  for (LayerWeights& l : w.layers) collect_layer(l, found);
+  if (!w.embed || w.lm_head.dense.data != w.embed->data) collect(w.lm_head, found);
   if (w.mtp) {
-    collect(w.mtp->fc, mats);
-    collect_layer(w.mtp->layer, mats);
+    collect(w.mtp->fc, found);
+    collect_layer(w.mtp->layer, found);
   }
-  if (mats.empty()) return;
-  std::vector<size_t> offset(mats.size() + 1, 0);
-  for (size_t i = 0; i < mats.size(); ++i)
-    offset[i + 1] = offset[i] + round_up(static_cast<size_t>(mats[i]->dense.bytes()), kAlign);
+  const std::vector<Linear*>& mats = found.dense;
+  const std::vector<ops::GptqMatrix*>& packed = found.gptq;
+  const size_t nd = mats.size(), total = nd + packed.size();
+  if (total == 0) return;
+  std::vector<size_t> offset(total + 1, 0);
+  for (size_t i = 0; i < total; ++i) {
+    const size_t b = i < nd ? static_cast<size_t>(mats[i]->dense.bytes())
+                            : static_cast<size_t>(packed[i - nd]->bytes()) + 4 * kAlign;   // 4 aligned parts
+    offset[i + 1] = offset[i] + round_up(b, kAlign);
+  }
   w.resident = std::make_unique<ResidentBlock>(offset.back());
   unsigned char* base = w.resident->data();
-  parallel_for(static_cast<int64_t>(mats.size()), 1, [&](int64_t i0, int64_t i1, int) {
-    for (int64_t i = i0; i < i1; ++i) {
-      ops::DenseMatrix& d = mats[i]->dense;
-      const size_t n = static_cast<size_t>(d.rows * d.cols) * (d.type == ops::WType::Q8 ? 1 : d.type == ops::WType::F32 ? 4 : 2);
-      std::memcpy(base + offset[i], d.weights(), n);
-      if (d.owned.empty()) drop_pages(d.data, n);
-      else std::vector<uint8_t>().swap(d.owned);   // an int8 re-encoding: free the heap copy
-      d.data = base + offset[i];
-    }
-  });
+  // In batches, each followed by malloc_trim: the freed heap copies go back to
+  // the system as the block fills, so the peak stays near one copy of the weights.
+  constexpr int64_t kBatch = 128;
+  for (int64_t b0 = 0; b0 < static_cast<int64_t>(total); b0 += kBatch) {
+    const int64_t b1 = std::min<int64_t>(static_cast<int64_t>(total), b0 + kBatch);
+    parallel_for(b1 - b0, 1, [&](int64_t i0, int64_t i1, int) {
+      for (int64_t i = b0 + i0; i < b0 + i1; ++i) {
+        if (static_cast<size_t>(i) >= nd) {
+          packed[i - nd]->move_storage(base + offset[i]);
+          continue;
+        }
+        ops::DenseMatrix& d = mats[i]->dense;
+        const size_t n = static_cast<size_t>(d.rows * d.cols) * (d.type == ops::WType::Q8 ? 1 : d.type == ops::WType::F32 ? 4 : 2);
+        std::memcpy(base + offset[i], d.weights(), n);
+        if (d.owned.empty()) drop_pages(d.data, n);
+        else std::vector<uint8_t>().swap(d.owned);   // an int8 re-encoding: free the heap copy
+        d.data = base + offset[i];
+      }
+    });
+    malloc_trim(0);
+  }
 }
 
 }  // namespace qinfer::model

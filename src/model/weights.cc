@@ -223,7 +223,7 @@ std::unique_ptr<ModelWeights> load_weights(const ModelConfig& cfg, std::unique_p
   const int64_t rd = tc.rotary_dim();
   w->inv_freq.resize(rd / 2);
   ops::rope_inv_freq(tc.rope.theta, rd, w->inv_freq.data());
-  if (resident_dense) make_dense_resident(*w);
+  if (resident_dense) make_resident(*w);
   return w;
 }
 

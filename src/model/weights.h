@@ -62,7 +62,7 @@ struct ModelWeights {
   Linear lm_head;
   std::unique_ptr<MtpWeights> mtp;
   std::vector<float> inv_freq;         // rotary inverse frequencies [rotary_dim / 2]
-  std::unique_ptr<ResidentBlock> resident;   // dense weights copied off the mapping (make_dense_resident)
+  std::unique_ptr<ResidentBlock> resident;   // dense and GPTQ weights in huge pages (make_resident)
 
   size_t bytes() const;
 };

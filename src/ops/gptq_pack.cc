@@ -10,12 +10,39 @@
 
 namespace qinfer::ops {
 
-int64_t GptqMatrix::bytes() const {
-  return static_cast<int64_t>(codes_.size() + scale_h_.size() * 2 + scale_f_.size() * 4 + zero_.size());
-}
+int64_t GptqMatrix::bytes() const { return n_codes_ + n_scale_h_ * 2 + n_scale_f_ * 4 + n_zero_; }
 
 float GptqMatrix::scale(int64_t r, int64_t g) const {
-  return half_scales() ? detail::f16_to_f32(scale_h_[r * groups_ + g]) : scale_f_[r * groups_ + g];
+  return half_scales() ? detail::f16_to_f32(scale_h_p_[r * groups_ + g]) : scale_f_p_[r * groups_ + g];
+}
+
+void GptqMatrix::bind() {
+  codes_p_ = codes_.data();
+  scale_h_p_ = scale_h_.data();
+  scale_f_p_ = scale_f_.data();
+  zero_p_ = zero_.data();
+  n_codes_ = static_cast<int64_t>(codes_.size());
+  n_scale_h_ = static_cast<int64_t>(scale_h_.size());
+  n_scale_f_ = static_cast<int64_t>(scale_f_.size());
+  n_zero_ = static_cast<int64_t>(zero_.size());
+  half_ = !scale_h_.empty();
+}
+
+void GptqMatrix::move_storage(unsigned char* dst) {
+  auto place = [&](const void* src, int64_t bytes) {
+    unsigned char* at = dst;
+    if (bytes > 0) std::memcpy(at, src, static_cast<size_t>(bytes));
+    dst += (bytes + 63) / 64 * 64;
+    return at;
+  };
+  codes_p_ = place(codes_p_, n_codes_);
+  scale_h_p_ = reinterpret_cast<const uint16_t*>(place(scale_h_p_, n_scale_h_ * 2));
+  scale_f_p_ = reinterpret_cast<const float*>(place(scale_f_p_, n_scale_f_ * 4));
+  zero_p_ = place(zero_p_, n_zero_);
+  std::vector<uint8_t>().swap(codes_);
+  std::vector<uint16_t>().swap(scale_h_);
+  std::vector<float>().swap(scale_f_);
+  std::vector<uint8_t>().swap(zero_);
 }
 
 namespace {
@@ -141,6 +168,7 @@ std::unique_ptr<GptqMatrix> gptq_pack(const GptqCanonical& c) {
     }
   }
   if (!identity) m->perm_ = std::move(perm);
+  m->bind();
   return m;
 }
 

@@ -30,6 +30,9 @@ struct GptqCanonical {
 
 class GptqMatrix {
  public:
+  GptqMatrix() = default;
+  GptqMatrix(const GptqMatrix&) = delete;   // the accessors point into its own storage
+  GptqMatrix& operator=(const GptqMatrix&) = delete;
   static constexpr int kBlock = 32;  // columns per packed block (16 bytes)
 
   int64_t rows() const { return rows_; }
@@ -46,17 +49,23 @@ class GptqMatrix {
   // Xp[p] = X[perm[p]] (0 for padding): activations in packed column order.
   void gather_input(const float* x, float* xp) const;
 
-  const uint8_t* row_codes(int64_t r) const { return codes_.data() + r * (kp_ / 2); }
-  bool half_scales() const { return !scale_h_.empty(); }
-  const uint16_t* row_scales_f16(int64_t r) const { return scale_h_.data() + r * groups_; }
-  const float* row_scales_f32(int64_t r) const { return scale_f_.data() + r * groups_; }
+  const uint8_t* row_codes(int64_t r) const { return codes_p_ + r * (kp_ / 2); }
+  bool half_scales() const { return half_; }
+  const uint16_t* row_scales_f16(int64_t r) const { return scale_h_p_ + r * groups_; }
+  const float* row_scales_f32(int64_t r) const { return scale_f_p_ + r * groups_; }
   float scale(int64_t r, int64_t g) const;  // either storage
-  const uint8_t* row_zeros(int64_t r) const { return zero_.data() + r * groups_; }
+  const uint8_t* row_zeros(int64_t r) const { return zero_p_ + r * groups_; }
+
+  // Moves the codes, scales and zeros into caller-owned memory `dst` (at least
+  // bytes() + 192 bytes, 64-byte aligned, outliving this matrix; e.g. one
+  // huge-page block for all experts) and frees the heap copies.
+  void move_storage(unsigned char* dst);
   // Packed column range of group g: [group_begin(g), group_begin(g + 1)).
   int64_t group_begin(int64_t g) const { return gofs_[g]; }
 
  private:
   friend std::unique_ptr<GptqMatrix> gptq_pack(const GptqCanonical& c);
+  void bind();   // points the accessors at the vectors below
   int64_t rows_ = 0, cols_ = 0, kp_ = 0, groups_ = 0;
   std::vector<int32_t> perm_;   // [kp] source column or -1; empty = identity
   std::vector<int64_t> gofs_;   // [groups + 1]
@@ -64,6 +73,13 @@ class GptqMatrix {
   std::vector<uint16_t> scale_h_;  // [rows][groups] fp16 bits, or empty
   std::vector<float> scale_f_;     // [rows][groups] when scale_h_ is empty
   std::vector<uint8_t> zero_;      // [rows][groups]
+  // What the kernels read: the vectors above, or memory given to move_storage.
+  const uint8_t* codes_p_ = nullptr;
+  const uint16_t* scale_h_p_ = nullptr;
+  const float* scale_f_p_ = nullptr;
+  const uint8_t* zero_p_ = nullptr;
+  int64_t n_codes_ = 0, n_scale_h_ = 0, n_scale_f_ = 0, n_zero_ = 0;
+  bool half_ = false;
 };
 
 // Validates c (throws qinfer::Error naming the field) and repacks it.
