@@ -1,4 +1,3 @@
-#pragma GCC optimize("O3")   // vectorise the head_dim loops (see model/clones.h)
 // Gated full attention (spec §3.4): per-head [query | gate] projection, zero-centred
 // q/k norms, partial interleaved mRoPE, KV cache, causal GQA softmax attention,
 // sigmoid output gate, o_proj.

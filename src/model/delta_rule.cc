@@ -1,4 +1,3 @@
-#pragma GCC optimize("O3")   // vectorise the dv-long loops (see model/clones.h)
 #include "model/delta_rule.h"
 
 #include <algorithm>
