@@ -41,7 +41,7 @@ std::string serve_usage() {
          "       (--max-model-len above the model's context is refused unless\n"
          "        QINFER_ALLOW_LONG_MAX_MODEL_LEN=1, which serves the model's context instead)\n"
          "       [--reasoning-parser qwen3] [--enable-auto-tool-choice] [--tool-call-parser qwen3_coder]\n"
-         "       [--limit-mm-per-prompt '{\"image\": N}'] [--threads N] [--dense-int8]\n"
+         "       [--limit-mm-per-prompt '{\"image\": N}'] [--threads N] [--dense bf16|int8]\n"
          "       vLLM GPU flags (--gpu-memory-utilization, --tensor-parallel-size, --dtype,\n"
          "       --skip-mm-profiling, ...) are accepted and ignored.\n";
 }
@@ -51,7 +51,7 @@ ServeOptions parse_serve_options(int argc, char** argv) {
       {"host", true}, {"port", true}, {"api-key", true}, {"served-model-name", true, true},
       {"max-num-seqs", true}, {"max-model-len", true}, {"max-num-batched-tokens", true},
       {"reasoning-parser", true}, {"tool-call-parser", true}, {"enable-auto-tool-choice", false},
-      {"limit-mm-per-prompt", true}, {"threads", true}, {"dense-int8", false}, {"model", true},
+      {"limit-mm-per-prompt", true}, {"threads", true}, {"dense", true}, {"dense-int8", false}, {"model", true},
       {"help", false}, {"chat-template", true}};
   for (const char* f : kIgnoredWithValue) specs.push_back({f, true});
   for (const char* f : kIgnoredFlags) specs.push_back({f, false});
@@ -131,7 +131,10 @@ ServeOptions parse_serve_options(int argc, char** argv) {
   int64_t threads = a.get_int("threads", 0);
   if (threads < 0) fail("option --threads: must be >= 0");
   o.threads = static_cast<int>(threads);
-  o.dense_int8 = a.has("dense-int8");
+  // --dense bf16|int8 as in the other subcommands; --dense-int8 kept as a shorthand.
+  std::string dense = a.get_or("dense", a.has("dense-int8") ? "int8" : "bf16");
+  if (dense != "bf16" && dense != "int8") fail("option --dense must be bf16 or int8, got '", dense, "'");
+  o.dense_int8 = dense == "int8";
   for (const char* f : kIgnoredWithValue) {
     if (a.has(f)) o.ignored.push_back(std::string("--") + f + " " + a.get(f));
   }

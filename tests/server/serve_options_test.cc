@@ -61,6 +61,14 @@ TEST(ServeOptions, ErrorsNameTheFlag) {
   expect_fail({"m", "--enable-auto-tool-choice"}, "--enable-auto-tool-choice");
   expect_fail({"m", "--no-such-flag"}, "--no-such-flag");
   expect_fail({"m", "n"}, "unexpected argument");
+  expect_fail({"m", "--dense", "int4"}, "--dense");
+}
+
+TEST(ServeOptions, DenseFlagAsInTheOtherCommands) {
+  EXPECT_FALSE(parse({"m"}).dense_int8);
+  EXPECT_TRUE(parse({"m", "--dense", "int8"}).dense_int8);
+  EXPECT_FALSE(parse({"m", "--dense", "bf16"}).dense_int8);
+  EXPECT_TRUE(parse({"m", "--dense-int8"}).dense_int8);
 }
 
 }  // namespace
