@@ -212,7 +212,9 @@ test('a client that goes away frees its slot', async () => {
   const before = await metric('qinfer_requests_aborted_total');
   const ac = new AbortController();
   const stream = await client.completions.create(
-    { model, prompt: mode === 'ids' ? [1, 2, 3] : 'Tell me a long story', max_tokens: 100000 > 200 ? 200 : 200,
+    // Long enough that it cannot finish before the abort lands, even on the fast fixture
+    // (~2000 tokens/s): a request that finishes first counts as finished, not aborted.
+    { model, prompt: mode === 'ids' ? [1, 2, 3] : 'Tell me a long story', max_tokens: mode === 'ids' ? 4000 : 2000,
       ignore_eos: true, stream: true }, { signal: ac.signal });
   let got = 0;
   try {
