@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/generation_flags.h"
 #include "model/model.h"
 #include "model/profile.h"
 #include "ops/bandwidth.h"
@@ -98,12 +99,8 @@ int cmd_bench(int argc, char** argv) {
                  "QINFER_PROFILE=1 adds a per-part time breakdown of each phase.\n");
     return 0;
   }
-  LoadOptions lo;
-  lo.threads = static_cast<int>(a.get_int("threads", 0));
-  if (lo.threads > 0) ThreadPool::set_global_threads(lo.threads);
-  std::string dense = a.get_or("dense", "bf16");
-  if (dense != "bf16" && dense != "int8") fail("--dense must be bf16 or int8, got '", dense, "'");
-  lo.dense_int8 = dense == "int8";
+  LoadOptions lo = load_options_from_args(a);
+  if (lo.threads > 0) ThreadPool::set_global_threads(lo.threads);  // before the bandwidth probe
   lo.resident_dense = !a.has("mmap-dense");
   std::vector<int> prefills = parse_int_list(a.get_or("prefill", "512,2048"), "--prefill");
   std::vector<int> contexts = parse_int_list(a.get_or("contexts", "0,4096,32768"), "--contexts");
@@ -123,7 +120,7 @@ int cmd_bench(int argc, char** argv) {
   std::printf("machine      %d threads, kernels %s\n", ThreadPool::global().size(), ops::kernel_path());
   std::printf("bandwidth    triad %.1f GB/s, read %.1f GB/s\n", bw.triad_gbs, bw.read_gbs);
   std::printf("model        %s: %d layers, weights %.2f GB resident (dense %s)\n", a.get("model").c_str(),
-              t.num_hidden_layers, model->weight_bytes() / 1e9, dense.c_str());
+              t.num_hidden_layers, model->weight_bytes() / 1e9, lo.dense_int8 ? "int8" : "bf16");
   const double hwm_load = proc_status_bytes("VmHWM");
   std::printf("memory       after load: peak resident %.2f GB, now %.2f GB (anon %.2f, file %.2f); weights %.2f GB\n",
               hwm_load / 1e9, proc_status_bytes("VmRSS") / 1e9, proc_status_bytes("RssAnon") / 1e9,

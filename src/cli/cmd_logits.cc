@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/generation_flags.h"
 #include "model/model.h"
 #include "util/args.h"
 #include "util/error.h"
@@ -22,11 +23,7 @@ int cmd_logits(int argc, char** argv) {
   }
   std::vector<int> ids = parse_int_list(a.get("ids"), "--ids");
   std::string out = a.get("out");
-  LoadOptions lo;
-  lo.threads = static_cast<int>(a.get_int("threads", 0));
-  std::string dense = a.get_or("dense", "bf16");
-  if (dense != "bf16" && dense != "int8") fail("--dense must be bf16 or int8, got '", dense, "'");
-  lo.dense_int8 = dense == "int8";
+  LoadOptions lo = load_options_from_args(a);
   auto model = Model::load(a.get("model"), lo);
   const int64_t vocab = model->config().text.vocab_size;
   std::vector<float> logits(ids.size() * static_cast<size_t>(vocab));

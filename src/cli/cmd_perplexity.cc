@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/generation_flags.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 #include "util/args.h"
@@ -63,11 +64,7 @@ int cmd_perplexity(int argc, char** argv) {
   if (ctx < 2) fail("--ctx must be at least 2");
   if (stride < 1 || stride > ctx) fail("--stride must be in 1..--ctx");
   if (a.has("file") == a.has("ids")) fail("give exactly one of --file or --ids");
-  LoadOptions lo;
-  lo.threads = static_cast<int>(a.get_int("threads", 0));
-  std::string dense = a.get_or("dense", "bf16");
-  if (dense != "bf16" && dense != "int8") fail("--dense must be bf16 or int8, got '", dense, "'");
-  lo.dense_int8 = dense == "int8";
+  LoadOptions lo = load_options_from_args(a);
   const std::string dir = a.get("model");
 
   std::vector<int> ids;

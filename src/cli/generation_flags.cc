@@ -76,15 +76,23 @@ engine::GenParams gen_params_from_args(const Args& a, double default_temperature
   return p;
 }
 
+LoadOptions load_options_from_args(const Args& a) {
+  LoadOptions lo;
+  int64_t threads = a.get_int("threads", 0);
+  if (threads < 0) fail("option --threads: must be >= 0 (0 = all cores), got ", threads);
+  lo.threads = static_cast<int>(threads);
+  std::string dense = a.get_or("dense", "bf16");
+  if (dense != "bf16" && dense != "int8") fail("option --dense: must be bf16 or int8, got '", dense, "'");
+  lo.dense_int8 = dense == "int8";
+  return lo;
+}
+
 engine::EngineOptions engine_options_from_args(const Args& a) {
   engine::EngineOptions o;
   o.max_num_seqs = 1;
-  int64_t threads = a.get_int("threads", 0);
-  if (threads < 0) fail("option --threads: must be >= 0 (0 = all cores), got ", threads);
-  o.load.threads = static_cast<int>(threads);
-  std::string dense = a.get_or("dense", "bf16");
-  if (dense != "bf16" && dense != "int8") fail("option --dense: must be bf16 or int8, got '", dense, "'");
-  o.load.dense_int8 = dense == "int8";
+  LoadOptions lo = load_options_from_args(a);
+  o.load.threads = lo.threads;
+  o.load.dense_int8 = lo.dense_int8;
   return o;
 }
 

@@ -1,9 +1,11 @@
-// The sampling and model flags shared by `qinfer generate` and `qinfer chat`.
+// Flags shared by the subcommands: the model-loading flags (--threads, --dense) of
+// every command that loads a model, and the sampling flags of `generate` and `chat`.
 #pragma once
 #include <vector>
 
 #include "engine/engine.h"
 #include "engine/gen_params.h"
+#include "model/model.h"
 #include "util/args.h"
 
 namespace qinfer::cli {
@@ -13,6 +15,8 @@ namespace qinfer::cli {
 // --threads --dense, plus --model.
 std::vector<OptionSpec> generation_option_specs();
 engine::GenParams gen_params_from_args(const Args& a, double default_temperature);
+// --threads N (0 = all cores, negative refused) and --dense bf16|int8, errors naming the flag.
+LoadOptions load_options_from_args(const Args& a);
 engine::EngineOptions engine_options_from_args(const Args& a);
 const char* generation_flags_help();
 
