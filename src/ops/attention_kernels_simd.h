@@ -1,0 +1,185 @@
+// Internal: the attention core (SeqKernelTable::attend) on the vector traits V
+// of the including per-ISA file (inside its anonymous namespace); needs exp_v
+// from vec_math_simd.h. Not include-guarded on purpose.
+//
+// Items (query row x head of one kv group) are padded to a multiple of 4 and
+// copied, pre-scaled, into scratch. Keys go in blocks of 64: scores of 4 items x
+// V::NK keys per register tile (dot products over head_dim, one horizontal sum
+// each), online softmax per item with exp_v, then p·V with V::PI items x up to
+// 4 vectors of head_dim in registers per pass over the block's value rows. A
+// key block is read in place from the cache when it is whole and head_dim is a
+// multiple of W, else copied into zero-padded scratch.
+
+constexpr int64_t kKB = kAttnKeyBlock;
+
+inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
+inline int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
+
+// sc[i][j] = qp[i] · k_j for items i < ni (multiple of 4), keys j < nkeys (multiple of NK).
+template <int NK>
+inline void attn_scores(const float* qp, int64_t ni, int64_t hdl, int64_t hdp, const float* kp, int64_t ks,
+                        int64_t nkeys, float* sc) {
+  for (int64_t j0 = 0; j0 < nkeys; j0 += NK)
+    for (int64_t i0 = 0; i0 < ni; i0 += 4) {
+      V::T acc[4][NK];
+      QSEQ_UNROLL
+      for (int i = 0; i < 4; ++i)
+        QSEQ_UNROLL
+        for (int r = 0; r < NK; ++r) acc[i][r] = V::zero();
+      for (int64_t d = 0; d < hdl; d += V::W) {
+        V::T kv[NK];
+        QSEQ_UNROLL
+        for (int r = 0; r < NK; ++r) kv[r] = V::load(kp + (j0 + r) * ks + d);
+        QSEQ_UNROLL
+        for (int i = 0; i < 4; ++i) {
+          const V::T qv = V::load(qp + (i0 + i) * hdp + d);
+          QSEQ_UNROLL
+          for (int r = 0; r < NK; ++r) acc[i][r] = V::fma(qv, kv[r], acc[i][r]);
+        }
+      }
+      QSEQ_UNROLL
+      for (int i = 0; i < 4; ++i)
+        QSEQ_UNROLL
+        for (int r = 0; r < NK; ++r) sc[(i0 + i) * kKB + j0 + r] = V::reduce_add(acc[i][r]);
+    }
+}
+
+// acc[i][c0 + c*W ...] += Σ_j p[i][j] v_j[...] for c < PC vectors, items i < ni.
+template <int PC>
+inline void attn_pv(const float* p, int64_t ni, const float* vp, int64_t vs, int64_t nkeys, int64_t c0, float* acc,
+                    int64_t hdp) {
+  constexpr int PI = V::PI;
+  for (int64_t i0 = 0; i0 < ni; i0 += PI) {
+    V::T a[PI][PC];
+    QSEQ_UNROLL
+    for (int i = 0; i < PI; ++i)
+      QSEQ_UNROLL
+      for (int c = 0; c < PC; ++c) a[i][c] = V::load(acc + (i0 + i) * hdp + c0 + c * V::W);
+    for (int64_t j = 0; j < nkeys; ++j) {
+      V::T vv[PC];
+      QSEQ_UNROLL
+      for (int c = 0; c < PC; ++c) vv[c] = V::load(vp + j * vs + c0 + c * V::W);
+      QSEQ_UNROLL
+      for (int i = 0; i < PI; ++i) {
+        const V::T pb = V::set1(p[(i0 + i) * kKB + j]);
+        QSEQ_UNROLL
+        for (int c = 0; c < PC; ++c) a[i][c] = V::fma(pb, vv[c], a[i][c]);
+      }
+    }
+    QSEQ_UNROLL
+    for (int i = 0; i < PI; ++i)
+      QSEQ_UNROLL
+      for (int c = 0; c < PC; ++c) V::store(acc + (i0 + i) * hdp + c0 + c * V::W, a[i][c]);
+  }
+}
+
+// Rows [r, r + kKB) of `rows` lie in one storage block.
+inline bool block_contiguous(const KvRows& rows, int64_t r) { return r % rows.block_rows + kKB <= rows.block_rows; }
+
+// nb rows of kv head offset `off` into dst (row stride hdp), zero padded to
+// nbp rows and hdl columns.
+inline void copy_rows(const KvRows& rows, int64_t r0, int64_t nb, int64_t nbp, int64_t off, int64_t hd, int64_t hdl,
+                      int64_t hdp, float* dst) {
+  for (int64_t j = 0; j < nbp; ++j) {
+    float* d = dst + j * hdp;
+    int64_t e = 0;
+    if (j < nb) {
+      const float* src = rows.row(r0 + j) + off;
+      for (; e < hd; ++e) d[e] = src[e];
+    }
+    for (; e < hdl; ++e) d[e] = 0.0f;
+  }
+}
+
+void attend_simd(const AttentionShape& s, const AttentionSeq& seq, int64_t t0, int64_t t1, int64_t h0, int64_t h1,
+                 int64_t k0, int64_t k1, const AttnPartial* part, float* work) {
+  const int64_t hd = s.head_dim, group = s.heads / s.kv_heads, nh = h1 - h0;
+  const int64_t items = (t1 - t0) * nh, ni = attn_round_up(items, kAttnItemPad);
+  const int64_t hdp = attn_round_up(hd, kAttnDimPad), hdl = attn_round_up(hd, V::W);
+  const int64_t off = (h0 / group) * hd;
+  float* qp = work;
+  float* acc = qp + ni * hdp;
+  float* sc = acc + ni * hdp;
+  float* mx = sc + ni * kKB;
+  float* sum = mx + ni;
+  float* kbuf = sum + ni;
+  float* vbuf = kbuf + kKB * hdp;
+  auto kend = [&](int64_t i) { return imin(k1, seq.pos[t0 + i / nh] + 1); };
+
+  int64_t kmax = k0;
+  for (int64_t i = 0; i < ni; ++i) {
+    float* row = qp + i * hdp;
+    int64_t d = 0;
+    if (i < items) {
+      const float* src = seq.q + (t0 + i / nh) * s.q_stride + (h0 + i % nh) * hd;
+      for (; d < hd; ++d) row[d] = s.scale * src[d];
+      kmax = imax(kmax, kend(i));
+    }
+    for (; d < hdp; ++d) row[d] = 0.0f;
+    for (d = 0; d < hdp; ++d) acc[i * hdp + d] = 0.0f;
+    mx[i] = -INFINITY;
+    sum[i] = 0.0f;
+  }
+
+  for (int64_t kb = k0; kb < kmax; kb += kKB) {
+    const int64_t nb = imin(kKB, kmax - kb), nbp = attn_round_up(nb, V::NK), nbw = attn_round_up(nbp, V::W);
+    const float *kp, *vp;
+    int64_t ks, vs;
+    if (nb == kKB && hd % V::W == 0 && block_contiguous(seq.k, kb) && block_contiguous(seq.v, kb)) {
+      kp = seq.k.row(kb) + off, ks = seq.k.row_stride;
+      vp = seq.v.row(kb) + off, vs = seq.v.row_stride;
+    } else {
+      copy_rows(seq.k, kb, nb, nbp, off, hd, hdl, hdp, kbuf);
+      copy_rows(seq.v, kb, nb, nbp, off, hd, hdl, hdp, vbuf);
+      kp = kbuf, ks = hdp, vp = vbuf, vs = hdp;
+    }
+    attn_scores<V::NK>(qp, ni, hdl, hdp, kp, ks, nbp, sc);
+
+    // Online softmax: scores -> weights in place, running max / sum / rescaled acc.
+    for (int64_t i = 0; i < ni; ++i) {
+      float* row = sc + i * kKB;
+      const int64_t n = i < items ? imin(kb + kKB, kend(i)) - kb : 0;
+      if (n <= 0) {
+        for (int64_t j = 0; j < nbp; ++j) row[j] = 0.0f;
+        continue;
+      }
+      for (int64_t j = n; j < nbw; ++j) row[j] = -INFINITY;
+      V::T mv = V::set1(-INFINITY);
+      for (int64_t j = 0; j < nbw; j += V::W) mv = V::max(mv, V::load(row + j));
+      const float m = mx[i] > V::reduce_max(mv) ? mx[i] : V::reduce_max(mv);
+      const V::T mvec = V::set1(m);
+      V::T sv = V::zero();
+      for (int64_t j = 0; j < nbw; j += V::W) {
+        const V::T p = exp_v(V::sub(V::load(row + j), mvec));
+        V::store(row + j, p);
+        sv = V::add(sv, p);
+      }
+      const float corr = sexp(mx[i] - m);
+      if (corr != 1.0f) {
+        const V::T cv = V::set1(corr);
+        float* a = acc + i * hdp;
+        for (int64_t d = 0; d < hdl; d += V::W) V::store(a + d, V::mul(cv, V::load(a + d)));
+        sum[i] *= corr;
+      }
+      sum[i] += V::reduce_add(sv);
+      mx[i] = m;
+    }
+
+    int64_t c0 = 0;
+    for (; c0 + 4 * V::W <= hdl; c0 += 4 * V::W) attn_pv<4>(sc, ni, vp, vs, nbp, c0, acc, hdp);
+    for (; c0 < hdl; c0 += V::W) attn_pv<1>(sc, ni, vp, vs, nbp, c0, acc, hdp);
+  }
+
+  for (int64_t i = 0; i < items; ++i) {
+    const float* a = acc + i * hdp;
+    if (part) {
+      part->m[i] = mx[i];
+      part->l[i] = sum[i];
+      for (int64_t d = 0; d < hd; ++d) part->acc[i * hd + d] = a[d];
+    } else {
+      const float inv = sum[i] > 0.0f ? 1.0f / sum[i] : 0.0f;
+      float* o = seq.out + (t0 + i / nh) * s.out_stride + (h0 + i % nh) * hd;
+      for (int64_t d = 0; d < hd; ++d) o[d] = a[d] * inv;
+    }
+  }
+}

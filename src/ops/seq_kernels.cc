@@ -1,0 +1,48 @@
+// Picks the sequence-kernel table: the same path name as the matrix kernels
+// (ops::kernel_path(), so QINFER_KERNELS forces both families together).
+#include <cstring>
+
+#include "ops/cpu_features.h"
+#include "ops/kernels.h"
+#include "ops/seq_kernel_table.h"
+#include "util/error.h"
+
+namespace qinfer::ops::detail {
+namespace {
+
+// What seq_kernels_avx512.cc uses (it needs no VNNI / BF16 instructions).
+bool can_run_avx512_seq(const CpuFeatures& f) {
+  return f.has_avx2_path() && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq;
+}
+
+}  // namespace
+
+const SeqKernelTable& seq_scalar_kernels() {
+  static const SeqKernelTable t{"scalar", vexp_scalar, attend_scalar, delta_recurrent_scalar, delta_chunked_scalar,
+                                conv_silu_scalar};
+  return t;
+}
+
+const SeqKernelTable* seq_kernels_for(const std::string& name) {
+  const CpuFeatures& f = cpu_features();
+  if (name == "scalar") return &seq_scalar_kernels();
+  if (name == "avx2") return f.has_avx2_path() ? &seq_avx2_kernels() : nullptr;
+  if (name == "avx512") return can_run_avx512_seq(f) ? &seq_avx512_kernels() : nullptr;
+  fail("unknown sequence-kernel path '", name, "' (expected scalar, avx2 or avx512)");
+}
+
+std::vector<std::string> seq_kernel_paths() {
+  std::vector<std::string> out;
+  for (const char* p : {"scalar", "avx2", "avx512"})
+    if (seq_kernels_for(p)) out.push_back(p);
+  return out;
+}
+
+const SeqKernelTable& seq_kernels() {
+  const char* path = kernel_path();
+  if (std::strcmp(path, "avx512") == 0) return seq_avx512_kernels();
+  if (std::strcmp(path, "avx2") == 0) return seq_avx2_kernels();
+  return seq_scalar_kernels();
+}
+
+}  // namespace qinfer::ops::detail
