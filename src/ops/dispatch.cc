@@ -61,6 +61,7 @@ const KernelTable& table() {
 }
 
 constexpr int64_t kRowBlock = 16;          // rows per scheduling unit
+static_assert(kRowBlock % GptqMatrix::kTileRows == 0, "GPTQ kernels take whole row tiles");
 constexpr double kMinChunkWork = 256e3;    // ~bytes (+ flops / 2) per thread chunk
 
 thread_local bool t_in_kernel = false;
@@ -115,15 +116,6 @@ void check_dense(const DenseMatrix& W, const char* what) {
 void check_io(const float* X, int64_t n, const float* Y, const char* what) {
   if (n < 0) fail(what, ": negative row count n = ", n);
   if (n > 0 && (!X || !Y)) fail(what, ": X and Y must be non-null");
-}
-
-// Activations in packed column order when the layout needs it.
-const float* gptq_input(const GptqMatrix& W, const float* X, int64_t n, std::vector<float>& buf) {
-  if (W.identity_layout()) return X;
-  const int64_t kp = W.padded_cols();
-  buf.resize(n * kp);
-  for (int64_t j = 0; j < n; ++j) W.gather_input(X + j * W.cols(), buf.data() + j * kp);
-  return buf.data();
 }
 
 }  // namespace
@@ -236,42 +228,44 @@ void matmul(const DenseMatrix& W, const float* X, int64_t n, float* Y) {
 }
 
 void matmul(const GptqMatrix& W, const float* X, int64_t n, float* Y) {
-  check_io(X, n, Y, "matmul (gptq)");
-  if (n == 0) return;
-  const KernelTable& t = table();
-  std::vector<float> buf;
-  const float* xp = gptq_input(W, X, n, buf);
-  const double work = static_cast<double>(W.padded_cols()) * (0.5 + n);
-  for_rows(W.rows(), work, [&](int64_t r0, int64_t r1) { t.gptq_rows(W, xp, n, Y, r0, r1); });
+  GptqProduct item{&W, X, n, Y};
+  matmul_batch(&item, 1);
 }
 
 void matmul_batch(const GptqProduct* items, size_t count) {
   const KernelTable& t = table();
-  std::vector<std::vector<float>> bufs(count);
-  std::vector<const float*> xs(count, nullptr);
-  std::vector<int64_t> row_start(count + 1, 0);  // items' rows laid end to end, 16-aligned
-  double work = 0;
+  constexpr int64_t TR = GptqMatrix::kTileRows;
+  std::vector<detail::Q4Input> xq(count);
+  std::vector<int64_t> row_start(count + 1, 0);  // items' rows laid end to end, tile-aligned
+  double work = 0, quant = 0;
   for (size_t i = 0; i < count; ++i) {
     const GptqProduct& it = items[i];
     int64_t rows = 0;
+    check_io(it.X, it.n, it.Y, "matmul (gptq)");
     if (it.n != 0) {
       if (!it.W) fail("matmul_batch: item ", i, " has no weight matrix");
-      check_io(it.X, it.n, it.Y, "matmul_batch");
-      xs[i] = gptq_input(*it.W, it.X, it.n, bufs[i]);
-      rows = (it.W->rows() + kRowBlock - 1) / kRowBlock * kRowBlock;
+      rows = it.W->tiles() * TR;
       work += static_cast<double>(it.W->padded_cols()) * (0.5 + it.n) * it.W->rows();
+      quant += static_cast<double>(it.W->padded_cols()) * it.n;
     }
     row_start[i + 1] = row_start[i] + rows;
   }
   const int64_t total = row_start[count];
   if (total == 0) return;
+  // Quantize every item's activations (in parallel when there is enough).
+  auto quantize = [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i)
+      if (items[i].n != 0) detail::quantize_q4_input(*items[i].W, items[i].X, items[i].n, xq[i]);
+  };
+  if (count > 1 && quant >= 1 << 16 && !t_in_kernel) parallel_for(static_cast<int64_t>(count), 1, quantize);
+  else quantize(0, static_cast<int64_t>(count), 0);
   for_rows(total, work / total, [&](int64_t b, int64_t e) {
     size_t i = std::upper_bound(row_start.begin(), row_start.end(), b) - row_start.begin() - 1;
     for (; i < count && row_start[i] < e; ++i) {
       if (items[i].n == 0) continue;
       const int64_t lo = std::max(b, row_start[i]) - row_start[i];
       const int64_t hi = std::min({e - row_start[i], items[i].W->rows()});
-      if (lo < hi) t.gptq_rows(*items[i].W, xs[i], items[i].n, items[i].Y, lo, hi);
+      if (lo < hi) t.gptq_rows(*items[i].W, xq[i], items[i].Y, lo, hi);
     }
   });
 }

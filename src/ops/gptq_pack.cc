@@ -1,7 +1,5 @@
 #include "ops/gptq_pack.h"
 
-#include <emmintrin.h>
-
 #include <cmath>
 #include <cstring>
 
@@ -13,7 +11,14 @@ namespace qinfer::ops {
 int64_t GptqMatrix::bytes() const { return n_codes_ + n_scale_h_ * 2 + n_scale_f_ * 4 + n_zero_; }
 
 float GptqMatrix::scale(int64_t r, int64_t g) const {
-  return half_scales() ? detail::f16_to_f32(scale_h_p_[r * groups_ + g]) : scale_f_p_[r * groups_ + g];
+  const int64_t t = r / kTileRows, l = r % kTileRows;
+  return half_scales() ? detail::f16_to_f32(tile_scales_f16(t, g)[l]) : tile_scales_f32(t, g)[l];
+}
+
+int GptqMatrix::code(int64_t r, int64_t p) const {
+  const int64_t b = p / kBlock, i = p % kBlock, ch = i / 8, e = i % 8;
+  const uint8_t byte = tile_codes(r / kTileRows)[b * kTileBlockBytes + 64 * ch + 4 * (r % kTileRows) + e % 4];
+  return e < 4 ? byte & 15 : byte >> 4;
 }
 
 void GptqMatrix::bind() {
@@ -120,49 +125,54 @@ std::unique_ptr<GptqMatrix> gptq_pack(const GptqCanonical& c) {
   for (int64_t g = 0; g < groups; ++g)
     for (int64_t p = m->gofs_[g]; p < m->gofs_[g + 1]; ++p) pgroup[p] = static_cast<int32_t>(g);
 
-  m->zero_.resize(rows * groups);
-  m->scale_h_.resize(rows * groups);
+  // Scales and zero points, [tiles][groups][kTileRows]; padding rows stay 0.
+  constexpr int TR = GptqMatrix::kTileRows;
+  const int64_t tiles = (rows + TR - 1) / TR, nblocks = kp / B;
+  auto pidx = [&](int64_t r, int64_t g) { return ((r / TR) * groups + g) * TR + r % TR; };
+  m->zero_.assign(tiles * groups * TR, 0);
+  m->scale_h_.assign(tiles * groups * TR, 0);
   bool half = true;
-  for (int64_t i = 0; i < rows * groups; ++i) {
-    if (c.zero[i] > 15) fail("gptq_pack: zero[", i / groups, "][", i % groups, "] = ", int(c.zero[i]), " is not a 4-bit value");
-    if (!std::isfinite(c.scale[i])) fail("gptq_pack: scale[", i / groups, "][", i % groups, "] is not finite");
-    m->zero_[i] = c.zero[i];
-    if (half) half = f16_exact(c.scale[i], &m->scale_h_[i]);
-  }
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t i = r * groups + g;
+      if (c.zero[i] > 15) fail("gptq_pack: zero[", r, "][", g, "] = ", int(c.zero[i]), " is not a 4-bit value");
+      if (!std::isfinite(c.scale[i])) fail("gptq_pack: scale[", r, "][", g, "] is not finite");
+      m->zero_[pidx(r, g)] = c.zero[i];
+      if (half) half = f16_exact(c.scale[i], &m->scale_h_[pidx(r, g)]);
+    }
   if (!half) {
     m->scale_h_ = {};
-    m->scale_f_.assign(c.scale, c.scale + rows * groups);
+    m->scale_f_.assign(tiles * groups * TR, 0.0f);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t g = 0; g < groups; ++g) m->scale_f_[pidx(r, g)] = c.scale[r * groups + g];
   }
+  m->bgroup_.resize(nblocks);
+  for (int64_t b = 0; b < nblocks; ++b) m->bgroup_[b] = pgroup[b * B];
 
-  m->codes_.resize(rows * (kp / 2));
+  // Codes: per row, in packed column order, then 8 columns at a time into the
+  // row's 32-bit lane of each chunk (low nibbles columns 8c..8c+3, high 8c+4..8c+7).
+  m->codes_.assign(tiles * nblocks * GptqMatrix::kTileBlockBytes, 0);
+  std::vector<uint8_t> prow(identity ? 0 : kp);
   for (int64_t r = 0; r < rows; ++r) {
     const uint8_t* q = c.q + r * cols;
-    const uint8_t* z = m->zero_.data() + r * groups;
-    uint8_t* out = m->codes_.data() + r * (kp / 2);
-    uint8_t seen = 0;  // OR of all codes: > 15 means a bad one
-    if (identity) {  // 16 + 16 codes -> 16 bytes, SSE2 (baseline x86-64)
-      __m128i any = _mm_setzero_si128();
-      for (int64_t b = 0; b < kp; b += B) {
-        const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + b));
-        const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + b + B / 2));
-        any = _mm_or_si128(any, _mm_or_si128(lo, hi));
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + b / 2), _mm_or_si128(lo, _mm_slli_epi16(hi, 4)));
-      }
-      if (_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_and_si128(any, _mm_set1_epi8(static_cast<char>(0xf0))),
-                                           _mm_setzero_si128())) != 0xffff)
-        seen = 0xff;
-    } else {
-      auto code = [&](int64_t p) -> uint8_t {
-        return perm[p] < 0 ? z[pgroup[p]] : q[perm[p]];
-      };
-      for (int64_t b = 0; b < kp; b += B)
-        for (int i = 0; i < B / 2; ++i) {
-          const uint8_t lo = code(b + i), hi = code(b + i + B / 2);
-          seen |= lo | hi;
-          out[b / 2 + i] = static_cast<uint8_t>(lo | (hi << 4));
-        }
+    const uint8_t* src = q;
+    if (!identity) {
+      for (int64_t p = 0; p < kp; ++p)
+        prow[p] = perm[p] < 0 ? c.zero[r * groups + pgroup[p]] : q[perm[p]];
+      src = prow.data();
     }
-    if (seen > 15) {
+    uint8_t* tile = m->codes_.data() + (r / TR) * nblocks * GptqMatrix::kTileBlockBytes + 4 * (r % TR);
+    uint32_t seen = 0;  // OR of all code bytes: a bit above the nibble means a bad code
+    for (int64_t b = 0; b < nblocks; ++b)
+      for (int ch = 0; ch < 4; ++ch) {
+        uint32_t lo, hi;
+        std::memcpy(&lo, src + b * B + 8 * ch, 4);
+        std::memcpy(&hi, src + b * B + 8 * ch + 4, 4);
+        seen |= lo | hi;
+        const uint32_t word = lo | (hi << 4);  // bytes <= 15: no carry between bytes
+        std::memcpy(tile + b * GptqMatrix::kTileBlockBytes + 64 * ch, &word, 4);
+      }
+    if (seen & 0xf0f0f0f0u) {
       for (int64_t i = 0; i < cols; ++i)
         if (q[i] > 15) fail("gptq_pack: q[", r, "][", i, "] = ", int(q[i]), " is not a 4-bit value");
     }

@@ -1,13 +1,19 @@
 // GPTQ int4 weights: the canonical form the loader hands over (one byte per code,
 // float scales) and GptqMatrix, the repacked layout the kernels read.
 //
-// Packed layout: input columns are reordered so every group is one contiguous
-// run (this undoes desc_act's g_idx permutation), each run is padded to a
-// multiple of 32 columns, and each row stores its codes as 16 bytes per block of
-// 32 columns: byte j holds column j in the low nibble and column j+16 in the
-// high nibble. Padding codes equal the group's zero point, so they weigh 0.
-// Per row and group: the scale (as fp16 bits when every scale is exactly an
-// fp16 value, as checkpoints store them; else fp32) and the zero point (a byte).
+// Packed layout ("row tiles"): input columns are reordered so every group is one
+// contiguous run (this undoes desc_act's g_idx permutation) and each run is
+// padded to a multiple of 32 columns; padding codes equal the group's zero
+// point, so they weigh 0. Rows are cut into tiles of 16 (the last one padded
+// with zero rows). A tile stores, per block of 32 packed columns, 256 bytes:
+// four 64-byte chunks, chunk c covering columns 8c..8c+7 of the block. Byte
+// 4l + e of a chunk holds row l's column 8c+e in its low nibble and column
+// 8c+4+e in its high nibble (l < 16, e < 4), so one vector load gives every
+// row of the tile four consecutive columns per 32-bit lane: the shape of the
+// VNNI byte dot product (vpdpbusd), one output row per lane.
+// Per tile and group: the 16 rows' scales (fp16 bits when every scale is
+// exactly an fp16 value, as checkpoints store them; else fp32), then the 16
+// zero points (bytes).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -33,7 +39,9 @@ class GptqMatrix {
   GptqMatrix() = default;
   GptqMatrix(const GptqMatrix&) = delete;   // the accessors point into its own storage
   GptqMatrix& operator=(const GptqMatrix&) = delete;
-  static constexpr int kBlock = 32;  // columns per packed block (16 bytes)
+  static constexpr int kBlock = 32;      // columns per packed block
+  static constexpr int kTileRows = 16;   // rows per tile
+  static constexpr int kTileBlockBytes = kBlock * kTileRows / 2;  // 256
 
   int64_t rows() const { return rows_; }
   int64_t cols() const { return cols_; }
@@ -49,12 +57,20 @@ class GptqMatrix {
   // Xp[p] = X[perm[p]] (0 for padding): activations in packed column order.
   void gather_input(const float* x, float* xp) const;
 
-  const uint8_t* row_codes(int64_t r) const { return codes_p_ + r * (kp_ / 2); }
+  int64_t tiles() const { return (rows_ + kTileRows - 1) / kTileRows; }
+  int64_t blocks() const { return kp_ / kBlock; }
+  // Tile t's codes: blocks() blocks of kTileBlockBytes, in packed column order.
+  const uint8_t* tile_codes(int64_t t) const { return codes_p_ + t * blocks() * kTileBlockBytes; }
   bool half_scales() const { return half_; }
-  const uint16_t* row_scales_f16(int64_t r) const { return scale_h_p_ + r * groups_; }
-  const float* row_scales_f32(int64_t r) const { return scale_f_p_ + r * groups_; }
+  // Tile t, group g: kTileRows scales and kTileRows zero points.
+  const uint16_t* tile_scales_f16(int64_t t, int64_t g) const { return scale_h_p_ + (t * groups_ + g) * kTileRows; }
+  const float* tile_scales_f32(int64_t t, int64_t g) const { return scale_f_p_ + (t * groups_ + g) * kTileRows; }
+  const uint8_t* tile_zeros(int64_t t, int64_t g) const { return zero_p_ + (t * groups_ + g) * kTileRows; }
   float scale(int64_t r, int64_t g) const;  // either storage
-  const uint8_t* row_zeros(int64_t r) const { return zero_p_ + r * groups_; }
+  int zero(int64_t r, int64_t g) const { return tile_zeros(r / kTileRows, g)[r % kTileRows]; }
+  // The 4-bit code of row r at packed column p (scalar access, for the
+  // reference kernel and tests).
+  int code(int64_t r, int64_t p) const;
 
   // Moves the codes, scales and zeros into caller-owned memory `dst` (at least
   // bytes() + 192 bytes, 64-byte aligned, outliving this matrix; e.g. one
@@ -62,6 +78,8 @@ class GptqMatrix {
   void move_storage(unsigned char* dst);
   // Packed column range of group g: [group_begin(g), group_begin(g + 1)).
   int64_t group_begin(int64_t g) const { return gofs_[g]; }
+  // Group of packed block b.
+  int64_t block_group(int64_t b) const { return bgroup_[b]; }
 
  private:
   friend std::unique_ptr<GptqMatrix> gptq_pack(const GptqCanonical& c);
@@ -69,10 +87,11 @@ class GptqMatrix {
   int64_t rows_ = 0, cols_ = 0, kp_ = 0, groups_ = 0;
   std::vector<int32_t> perm_;   // [kp] source column or -1; empty = identity
   std::vector<int64_t> gofs_;   // [groups + 1]
-  std::vector<uint8_t> codes_;  // [rows][kp / 2]
-  std::vector<uint16_t> scale_h_;  // [rows][groups] fp16 bits, or empty
-  std::vector<float> scale_f_;     // [rows][groups] when scale_h_ is empty
-  std::vector<uint8_t> zero_;      // [rows][groups]
+  std::vector<int32_t> bgroup_; // [kp / kBlock] group of each block
+  std::vector<uint8_t> codes_;  // [tiles][blocks][kTileBlockBytes]
+  std::vector<uint16_t> scale_h_;  // [tiles][groups][kTileRows] fp16 bits, or empty
+  std::vector<float> scale_f_;     // [tiles][groups][kTileRows] when scale_h_ is empty
+  std::vector<uint8_t> zero_;      // [tiles][groups][kTileRows]
   // What the kernels read: the vectors above, or memory given to move_storage.
   const uint8_t* codes_p_ = nullptr;
   const uint16_t* scale_h_p_ = nullptr;

@@ -3,17 +3,36 @@
 // of Y (row stride W.rows) single-threaded.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "ops/kernels.h"
 
 namespace qinfer::ops::detail {
 
+// Activations of a GPTQ product, quantized per 32-column block of the packed
+// column order: x ≈ sx * xq with xq an integer, |xq| <= 2^21 - 1, split into
+// three signed bytes xq = 2^14 xh + 2^7 xm + xl (xh in -128..127, xm and xl in
+// 0..127), the operand the VNNI byte dot product takes. 21 bits keep the model's
+// logits at fp32 accuracy (15 bits moved the golden logits by 2e-3). sxq = Σ xq
+// over the block, for the zero-point term. Error per element: at most half a
+// step, max|x over the block| / (2 (2^21 - 1)). A block holding a non-finite
+// value gets sx = NaN, so its outputs are NaN.
+struct Q4Input {
+  int64_t n = 0, kp = 0, blocks = 0;
+  std::vector<int8_t> xh, xm, xl;  // [n][kp]
+  std::vector<float> sx, sxq;      // [n][blocks]
+};
+constexpr int kQ4Max = (1 << 21) - 1;
+// X: [n][W.cols()] in source column order.
+void quantize_q4_input(const GptqMatrix& W, const float* X, int64_t n, Q4Input& out);
+
 struct KernelTable {
   const char* name;
   // Y[j][r] for r in [r0, r1), j < n. X is [n][W.cols].
   void (*dense_rows)(const DenseMatrix& W, const float* X, int64_t n, float* Y, int64_t r0, int64_t r1);
-  // X is [n][W.padded_cols()] in packed column order (see GptqMatrix::gather_input).
-  void (*gptq_rows)(const GptqMatrix& W, const float* X, int64_t n, float* Y, int64_t r0, int64_t r1);
+  // Rows [r0, r1) of Y[n][W.rows] for quantized activations X (r0 a multiple of
+  // GptqMatrix::kTileRows). Every path computes bit-identical results.
+  void (*gptq_rows)(const GptqMatrix& W, const Q4Input& X, float* Y, int64_t r0, int64_t r1);
   // Optional (null when unsupported): BF16 W times bf16 activations Xb
   // [n][round_up(W.cols, 32)], zero padded.
   void (*bf16_dot_rows)(const DenseMatrix& W, const uint16_t* Xb, int64_t n, float* Y, int64_t r0, int64_t r1);

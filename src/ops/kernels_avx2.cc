@@ -1,5 +1,6 @@
 // AVX2 + FMA + F16C kernels (reached through dispatch.cc only when cpuid reports
-// them). fp32 accumulation, weights widened to fp32 in registers.
+// them). Dense: fp32 accumulation, weights widened to fp32 in registers. GPTQ:
+// integer dot products (vpmaddubsw + vpmaddwd).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -18,8 +19,7 @@ struct V {
   static constexpr int NR1 = 4;   // 16 ymm registers: keep tiles small
   static constexpr int NR = 4;
   static constexpr int NX = 2;
-  static constexpr int Q4NR = 2;
-  static constexpr int Q4NX = 1;
+  static constexpr int Q4NX = 1;  // activation rows per int4 tile pass
 
   static T zero() { return _mm256_setzero_ps(); }
   static T set1(float f) { return _mm256_set1_ps(f); }
@@ -48,28 +48,25 @@ struct V {
   static T load_u8(const uint8_t* p) {
     return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
   }
-  // 16 bytes = 32 int4 codes -> four vectors of the codes as floats.
-  static void q4_codes(const uint8_t* p, T* out) {
-    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    const __m128i m = _mm_set1_epi8(15);
-    const __m128i lo = _mm_and_si128(b, m);
-    const __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), m);
-    out[0] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(lo));
-    out[1] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8)));
-    out[2] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(hi));
-    out[3] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8)));
+  // GPTQ integer path (see kernels_simd.h): 8 int32 lanes = half of a 16-row tile.
+  static I izero() { return _mm256_setzero_si256(); }
+  static I load_i(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+  static I nib_lo(I v) { return _mm256_and_si256(v, _mm256_set1_epi8(15)); }
+  static I nib_hi(I v) { return _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(15)); }
+  // acc + Σ of 4 products per lane (codes <= 15, so the int16 pair sums of
+  // vpmaddubsw cannot saturate).
+  static I dot4(I acc, I u, const int8_t* x) {
+    int32_t w;
+    __builtin_memcpy(&w, x, 4);
+    const __m256i p = _mm256_maddubs_epi16(u, _mm256_set1_epi32(w));
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16(1)));
   }
-  // 16 bytes = 32 int4 codes -> four vectors of s * (q - z).
-  static void q4_block(const uint8_t* p, I z, T s, T* out) {
-    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    const __m128i m = _mm_set1_epi8(15);
-    const __m128i lo = _mm_and_si128(b, m);
-    const __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), m);
-    const __m128i parts[4] = {lo, _mm_srli_si128(lo, 8), hi, _mm_srli_si128(hi, 8)};
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i)
-      out[i] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(parts[i]), z)), s);
+  // 2^14 h + 2^7 m + l
+  static I combine(I h, I m, I l) {
+    return _mm256_add_epi32(_mm256_slli_epi32(_mm256_add_epi32(_mm256_slli_epi32(h, 7), m), 7), l);
   }
+  static T cvt_i(I v) { return _mm256_cvtepi32_ps(v); }
+  static T fnmadd(T a, T b, T c) { return _mm256_fnmadd_ps(a, b, c); }  // c - a*b
 };
 
 #include "ops/kernels_simd.h"

@@ -1,6 +1,6 @@
 // AVX-512 kernels (compiled with -mavx512f/bw/vl/dq/vnni/bf16, reached through
-// dispatch.cc only when cpuid reports them). fp32 accumulation, weights widened
-// to fp32 in registers.
+// dispatch.cc only when cpuid reports them). Dense: fp32 accumulation, weights
+// widened to fp32 in registers. GPTQ: VNNI byte dot products (vpdpbusd).
 // GCC 12 flags its own _mm512_undefined_* helpers inside the intrinsics headers.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -22,8 +22,7 @@ struct V {
   static constexpr int NR1 = 8;   // weight rows per decode (n = 1) tile
   static constexpr int NR = 4;    // weight rows per tile for n > 1
   static constexpr int NX = 4;    // activation rows per tile
-  static constexpr int Q4NR = 4;  // int4 tile shape
-  static constexpr int Q4NX = 2;
+  static constexpr int Q4NX = 4;  // activation rows per int4 tile pass
 
   static T zero() { return _mm512_setzero_ps(); }
   static T set1(float f) { return _mm512_set1_ps(f); }
@@ -47,21 +46,23 @@ struct V {
   static T load_u8(const uint8_t* p) {
     return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
   }
-  // 16 bytes = 32 int4 codes -> two vectors of the codes as floats.
-  static void q4_codes(const uint8_t* p, T* out) {
-    const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    out[0] = _mm512_cvtepi32_ps(_mm512_and_si512(v, _mm512_set1_epi32(15)));
-    out[1] = _mm512_cvtepi32_ps(_mm512_srli_epi32(v, 4));
+  // GPTQ integer path (see kernels_simd.h): 16 int32 lanes = the 16 rows of a tile.
+  static I izero() { return _mm512_setzero_si512(); }
+  static I load_i(const uint8_t* p) { return _mm512_loadu_si512(p); }
+  static I nib_lo(I v) { return _mm512_and_si512(v, _mm512_set1_epi8(15)); }
+  static I nib_hi(I v) { return _mm512_and_si512(_mm512_srli_epi16(v, 4), _mm512_set1_epi8(15)); }
+  // acc + Σ of 4 products per lane: unsigned codes u times the 4 signed bytes at x.
+  static I dot4(I acc, I u, const int8_t* x) {
+    int32_t w;
+    __builtin_memcpy(&w, x, 4);
+    return _mm512_dpbusd_epi32(acc, u, _mm512_set1_epi32(w));
   }
-  // 16 bytes = 32 int4 codes (byte j: column j low nibble, column j+16 high) ->
-  // two vectors of s * (q - z).
-  static void q4_block(const uint8_t* p, I z, T s, T* out) {
-    const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    const __m512i lo = _mm512_and_si512(v, _mm512_set1_epi32(15));
-    const __m512i hi = _mm512_srli_epi32(v, 4);
-    out[0] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(lo, z)), s);
-    out[1] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(hi, z)), s);
+  // 2^14 h + 2^7 m + l
+  static I combine(I h, I m, I l) {
+    return _mm512_add_epi32(_mm512_slli_epi32(_mm512_add_epi32(_mm512_slli_epi32(h, 7), m), 7), l);
   }
+  static T cvt_i(I v) { return _mm512_cvtepi32_ps(v); }
+  static T fnmadd(T a, T b, T c) { return _mm512_fnmadd_ps(a, b, c); }  // c - a*b
 };
 
 #include "ops/kernels_simd.h"

@@ -1,5 +1,7 @@
-// Reference kernels: plain loops, double accumulation. The SIMD paths are tested
+// Reference kernels: plain loops, double accumulation (dense); integer dot
+// products (GPTQ). The SIMD paths are tested
 // against these; QINFER_KERNELS=scalar runs them in the product.
+#include <cmath>
 #include <cstring>
 
 #include "ops/kernel_table.h"
@@ -66,28 +68,33 @@ void dense_rows(const DenseMatrix& W, const float* X, int64_t n, float* Y, int64
   }
 }
 
-void gptq_rows(const GptqMatrix& W, const float* X, int64_t n, float* Y, int64_t r0, int64_t r1) {
-  const int64_t kp = W.padded_cols();
-  constexpr int B = GptqMatrix::kBlock;
+// Integer dot product per block, then the same float steps, in the same order,
+// as the SIMD paths (so every path gives bit-identical results).
+void gptq_rows(const GptqMatrix& W, const Q4Input& X, float* Y, int64_t r0, int64_t r1) {
+  constexpr int B = GptqMatrix::kBlock, TR = GptqMatrix::kTileRows;
+  const int64_t kp = X.kp, nb = W.blocks();
   for (int64_t r = r0; r < r1; ++r) {
-    const uint8_t* codes = W.row_codes(r);
-    const uint8_t* zr = W.row_zeros(r);
-    for (int64_t j = 0; j < n; ++j) {
-      const float* x = X + j * kp;
-      double acc = 0;
-      for (int64_t g = 0; g < W.groups(); ++g) {
-        const float s = W.scale(r, g);
-        const int32_t z = zr[g];
-        for (int64_t b = W.group_begin(g); b < W.group_begin(g + 1); b += B) {
-          const uint8_t* blk = codes + b / 2;
-          for (int i = 0; i < B / 2; ++i) {
-            const float w_lo = s * static_cast<float>((blk[i] & 15) - z);
-            const float w_hi = s * static_cast<float>((blk[i] >> 4) - z);
-            acc += static_cast<double>(w_lo) * x[b + i] + static_cast<double>(w_hi) * x[b + i + B / 2];
+    const uint8_t* lane = W.tile_codes(r / TR) + 4 * (r % TR);
+    for (int64_t j = 0; j < X.n; ++j) {
+      const int8_t* xh = X.xh.data() + j * kp;
+      const int8_t* xm = X.xm.data() + j * kp;
+      const int8_t* xl = X.xl.data() + j * kp;
+      auto xq = [&](int64_t c) { return (xh[c] << 14) + (xm[c] << 7) + xl[c]; };
+      float acc = 0;
+      for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* blk = lane + b * GptqMatrix::kTileBlockBytes;
+        int32_t dot = 0;
+        for (int ch = 0; ch < 4; ++ch)
+          for (int e = 0; e < 4; ++e) {
+            const int lo = blk[64 * ch + e] & 15, hi = blk[64 * ch + e] >> 4;
+            const int64_t c = b * B + 8 * ch + e;
+            dot += lo * xq(c) + hi * xq(c + 4);  // |dot| <= 32 * 15 * (2^21 - 1) < 2^31
           }
-        }
+        const int64_t g = W.block_group(b);
+        const float d = std::fma(-static_cast<float>(W.zero(r, g)), X.sxq[j * nb + b], static_cast<float>(dot));
+        acc = std::fma(W.scale(r, g) * X.sx[j * nb + b], d, acc);
       }
-      Y[j * W.rows() + r] = static_cast<float>(acc);
+      Y[j * W.rows() + r] = acc;
     }
   }
 }

@@ -4,11 +4,13 @@
 // header inside an anonymous namespace, so every instantiation stays local to
 // the translation unit compiled for its instruction set.
 //
-// Two strategies:
+// Dense weights, two strategies:
 //  * n < kPrefillMin (decode): fused tiles read the typed weights directly,
 //    NR rows of W at a time against up to NX activation rows, fp32 FMA.
 //  * n >= kPrefillMin (prefill): 16 weight rows are widened to fp32 once into a
 //    per-thread scratch and reused by every activation row of a 64-row block.
+// GPTQ int4 weights: integer (VNNI-style) dot products on 16-row tiles for
+// every n, see below.
 // Not include-guarded on purpose (meant for exactly one inclusion per ISA file).
 
 #define QINFER_UNROLL _Pragma("GCC unroll 16")
@@ -169,176 +171,127 @@ void dense_rows(const DenseMatrix& W, const float* X, int64_t n, float* Y, int64
   }
 }
 
-// ---- GPTQ int4 ----
+// ---- GPTQ int4: integer dot products on 16-row tiles ----
+//
+// A tile's 16 rows sit in the lanes of kH vectors (kH = 16 / W). Per 32-column
+// block, each 64-byte chunk gives two vectors of byte codes (low and high
+// nibbles), each lane holding 4 consecutive columns of its row; V::dot4 adds
+// code · x over those 4 columns into the lane (vpdpbusd), once for each of the
+// three bytes xh, xm, xl of the 21-bit activations. Per block:
+// d = (2^14 acc_h + 2^7 acc_m + acc_l) - z * Σxq, y += (s * sx) * d.
 
-constexpr int kQ4Vecs = GptqMatrix::kBlock / V::W;  // fp32 vectors per 32-column block
+constexpr int kTR = GptqMatrix::kTileRows;
+constexpr int kH = kTR / V::W;
+constexpr int64_t kQ4XBlock = 64;  // activation rows kept hot while tiles stream
 
-// Row r's scale storage (fp16 bits or fp32) and one group's scale from it.
 template <bool Half>
-inline const void* q4_scales(const GptqMatrix& W, int64_t r) {
-  if constexpr (Half) return W.row_scales_f16(r);
-  else return W.row_scales_f32(r);
-}
-template <bool Half>
-inline float q4_scale(const void* p, int64_t g) {
-  if constexpr (Half) return _cvtsh_ss(static_cast<const uint16_t*>(p)[g]);
-  else return static_cast<const float*>(p)[g];
+inline typename V::T q4_tile_scales(const GptqMatrix& W, int64_t t, int64_t g, int h) {
+  if constexpr (Half) return V::load_f16(W.tile_scales_f16(t, g) + h * V::W);
+  else return V::load(W.tile_scales_f32(t, g) + h * V::W);
 }
 
-// Decode tiles use sum_i s*(q_i - z)*x_i = s*(sum_i q_i*x_i) - s*z*(sum_i x_i):
-// the codes are FMA'd as plain numbers per group, scaled once per group, and
-// the zero-point term comes from per-group activation sums (q4_zero_terms).
-
-// xs[j*groups + g] = sum of activation row j over group g (packed order).
-inline void q4_group_sums(const GptqMatrix& W, const float* X, int64_t n, float* xs) {
-  const int64_t kp = W.padded_cols(), groups = W.groups();
-  for (int64_t j = 0; j < n; ++j)
-    for (int64_t g = 0; g < groups; ++g) {
-      typename V::T acc = V::zero();
-      for (int64_t k = W.group_begin(g); k < W.group_begin(g + 1); k += V::W) acc = V::add(acc, V::load(X + j * kp + k));
-      xs[j * groups + g] = V::reduce(acc);
-    }
-}
-
-// sum_g scale[g] * zero[g] * xs[g] for one row and one activation row.
-template <bool Half>
-inline float q4_zero_term(const void* sc, const uint8_t* zr, const float* xs, int64_t groups) {
-  typename V::T acc = V::zero();
-  int64_t g = 0;
-  for (; g + V::W <= groups; g += V::W) {
-    typename V::T s;
-    if constexpr (Half) s = V::load_f16(static_cast<const uint16_t*>(sc) + g);
-    else s = V::load(static_cast<const float*>(sc) + g);
-    acc = V::fma(V::mul(s, V::load_u8(zr + g)), V::load(xs + g), acc);
-  }
-  float t = V::reduce(acc);
-  for (; g < groups; ++g) t += q4_scale<Half>(sc, g) * static_cast<float>(zr[g]) * xs[g];
-  return t;
-}
-
-// Rows [r, r+NR) against activation rows [0, NX) of X (packed column order).
-// Rows of an expert are short (1 KiB of codes), too short for the hardware
-// prefetcher to ramp up, so the next tile's codes and group parameters are
-// prefetched one tile ahead.
-template <bool Half, int NR, int NX>
-inline void q4_tile(const GptqMatrix& W, int64_t r, const float* x, int64_t ldx, const float* xs, float* y,
-                    int64_t ldy) {
+// Tile t (rows [16t, 16t + nr)) against activation rows [j0, j0 + NX).
+template <bool Half, int NX>
+inline void q4_tile(const GptqMatrix& W, int64_t t, const Q4Input& X, int64_t j0, float* Y, int nr) {
   using T = typename V::T;
-  constexpr int B = GptqMatrix::kBlock;
-  T acc[NX][NR];
+  using I = typename V::I;
+  const int64_t kp = X.kp, nb = W.blocks();
+  const int8_t* xh[NX];
+  const int8_t* xm[NX];
+  const int8_t* xl[NX];
+  const float* sx[NX];
+  const float* sxq[NX];
+  T accf[NX][kH];
   QINFER_UNROLL
-  for (int j = 0; j < NX; ++j)
+  for (int j = 0; j < NX; ++j) {
+    xh[j] = X.xh.data() + (j0 + j) * kp;
+    xm[j] = X.xm.data() + (j0 + j) * kp;
+    xl[j] = X.xl.data() + (j0 + j) * kp;
+    sx[j] = X.sx.data() + (j0 + j) * nb;
+    sxq[j] = X.sxq.data() + (j0 + j) * nb;
     QINFER_UNROLL
-    for (int i = 0; i < NR; ++i) acc[j][i] = V::zero();
-  const uint8_t* codes[NR];
-  const void* sc[NR];
-  QINFER_UNROLL
-  for (int i = 0; i < NR; ++i) {
-    codes[i] = W.row_codes(r + i);
-    sc[i] = q4_scales<Half>(W, r + i);
+    for (int h = 0; h < kH; ++h) accf[j][h] = V::zero();
   }
-  const int64_t groups = W.groups();
-  const int64_t ahead = r + 2 * NR <= W.rows() ? NR : 0;  // rows to prefetch ahead (0: last tile)
-  const int64_t code_ahead = ahead * (W.padded_cols() / 2);
-  const int64_t param_ahead = ahead * groups;
-  constexpr int64_t kScaleBytes = Half ? 2 : 4;
-  for (int64_t g = 0; g < groups; ++g) {
-    if (ahead && g % 32 == 0) {
+  const uint8_t* codes = W.tile_codes(t);
+  int64_t gcur = -1;
+  T sw[kH], zf[kH];
+  QINFER_UNROLL
+  for (int h = 0; h < kH; ++h) sw[h] = zf[h] = V::zero();
+  for (int64_t b = 0; b < nb; ++b) {
+    const int64_t g = W.block_group(b);
+    if (g != gcur) {
+      gcur = g;
       QINFER_UNROLL
-      for (int i = 0; i < NR; ++i) {
-        _mm_prefetch(reinterpret_cast<const char*>(sc[i]) + (param_ahead + g) * kScaleBytes, _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(W.row_zeros(r + i) + param_ahead + g), _MM_HINT_T0);
+      for (int h = 0; h < kH; ++h) {
+        sw[h] = q4_tile_scales<Half>(W, t, g, h);
+        zf[h] = V::load_u8(W.tile_zeros(t, g) + h * V::W);
       }
     }
-    T part[NX][NR];
+    I ah[NX][kH], am[NX][kH], al[NX][kH];
     QINFER_UNROLL
     for (int j = 0; j < NX; ++j)
       QINFER_UNROLL
-      for (int i = 0; i < NR; ++i) part[j][i] = V::zero();
-    const int64_t be = W.group_begin(g + 1);
-    for (int64_t b = W.group_begin(g); b < be; b += B) {
-      if (ahead && (b & 127) == 0) {  // one prefetch per 64-byte line of codes
-        QINFER_UNROLL
-        for (int i = 0; i < NR; ++i)
-          _mm_prefetch(reinterpret_cast<const char*>(codes[i] + code_ahead + b / 2), _MM_HINT_T0);
-      }
-      T wq[NR][kQ4Vecs];
+      for (int h = 0; h < kH; ++h) ah[j][h] = am[j][h] = al[j][h] = V::izero();
+    const uint8_t* cb = codes + b * GptqMatrix::kTileBlockBytes;
+    QINFER_UNROLL
+    for (int ch = 0; ch < 4; ++ch)
       QINFER_UNROLL
-      for (int i = 0; i < NR; ++i) V::q4_codes(codes[i] + b / 2, wq[i]);
-      QINFER_UNROLL
-      for (int j = 0; j < NX; ++j)
+      for (int h = 0; h < kH; ++h) {
+        const I v = V::load_i(cb + 64 * ch + 4 * V::W * h);
+        const I lo = V::nib_lo(v), hi = V::nib_hi(v);
+        const int64_t c = b * GptqMatrix::kBlock + 8 * ch;
         QINFER_UNROLL
-        for (int v = 0; v < kQ4Vecs; ++v) {
-          const T xv = V::load(x + j * ldx + b + v * V::W);
-          QINFER_UNROLL
-          for (int i = 0; i < NR; ++i) part[j][i] = V::fma(wq[i][v], xv, part[j][i]);
+        for (int j = 0; j < NX; ++j) {
+          ah[j][h] = V::dot4(ah[j][h], lo, xh[j] + c);
+          ah[j][h] = V::dot4(ah[j][h], hi, xh[j] + c + 4);
+          am[j][h] = V::dot4(am[j][h], lo, xm[j] + c);
+          am[j][h] = V::dot4(am[j][h], hi, xm[j] + c + 4);
+          al[j][h] = V::dot4(al[j][h], lo, xl[j] + c);
+          al[j][h] = V::dot4(al[j][h], hi, xl[j] + c + 4);
         }
-    }
+      }
     QINFER_UNROLL
-    for (int i = 0; i < NR; ++i) {
-      const T s = V::set1(q4_scale<Half>(sc[i], g));
+    for (int j = 0; j < NX; ++j) {
+      const T bsx = V::set1(sx[j][b]), bsxq = V::set1(sxq[j][b]);
       QINFER_UNROLL
-      for (int j = 0; j < NX; ++j) acc[j][i] = V::fma(part[j][i], s, acc[j][i]);
-    }
-  }
-  QINFER_UNROLL
-  for (int j = 0; j < NX; ++j)
-    QINFER_UNROLL
-    for (int i = 0; i < NR; ++i)
-      y[j * ldy + i] = V::reduce(acc[j][i]) - q4_zero_term<Half>(sc[i], W.row_zeros(r + i), xs + j * groups, groups);
-}
-
-template <bool Half, int NR>
-inline void q4_rows_x(const GptqMatrix& W, int64_t r, const float* X, const float* xs, int64_t n, float* Y) {
-  const int64_t ldx = W.padded_cols(), ldy = W.rows(), groups = W.groups();
-  for (int64_t j = 0; j < n; j += V::Q4NX) {
-    const int64_t nx = std::min<int64_t>(V::Q4NX, n - j);
-    if (nx == 1) q4_tile<Half, NR, 1>(W, r, X + j * ldx, ldx, xs + j * groups, Y + j * ldy + r, ldy);
-    else if constexpr (V::Q4NX >= 2) {
-      if (nx == 2) q4_tile<Half, NR, 2>(W, r, X + j * ldx, ldx, xs + j * groups, Y + j * ldy + r, ldy);
-    }
-  }
-}
-
-// Widens rows [r, r+count) to fp32 s * (q - z) in packed column order.
-template <bool Half>
-void q4_decode_rows(const GptqMatrix& W, int64_t r, int64_t count, float* dst, int64_t ld) {
-  constexpr int B = GptqMatrix::kBlock;
-  for (int64_t i = 0; i < count; ++i) {
-    const uint8_t* codes = W.row_codes(r + i);
-    const void* sc = q4_scales<Half>(W, r + i);
-    const uint8_t* zr = W.row_zeros(r + i);
-    float* d = dst + i * ld;
-    for (int64_t g = 0; g < W.groups(); ++g) {
-      const typename V::T s = V::set1(q4_scale<Half>(sc, g));
-      const typename V::I z = V::iset1(zr[g]);
-      for (int64_t b = W.group_begin(g); b < W.group_begin(g + 1); b += B) {
-        typename V::T wv[kQ4Vecs];
-        V::q4_block(codes + b / 2, z, s, wv);
-        QINFER_UNROLL
-        for (int v = 0; v < kQ4Vecs; ++v) V::store(d + b + v * V::W, wv[v]);
+      for (int h = 0; h < kH; ++h) {
+        const T d = V::fnmadd(zf[h], bsxq, V::cvt_i(V::combine(ah[j][h], am[j][h], al[j][h])));
+        accf[j][h] = V::fma(V::mul(sw[h], bsx), d, accf[j][h]);
       }
     }
   }
+  const int64_t ldy = W.rows();
+  QINFER_UNROLL
+  for (int j = 0; j < NX; ++j) {
+    float* y = Y + (j0 + j) * ldy + t * kTR;
+    if (nr == kTR) {
+      QINFER_UNROLL
+      for (int h = 0; h < kH; ++h) V::store(y + h * V::W, accf[j][h]);
+    } else {
+      alignas(64) float tmp[kTR];
+      QINFER_UNROLL
+      for (int h = 0; h < kH; ++h) V::store(tmp + h * V::W, accf[j][h]);
+      for (int i = 0; i < nr; ++i) y[i] = tmp[i];
+    }
+  }
 }
 
 template <bool Half>
-void gptq_rows_t(const GptqMatrix& W, const float* X, int64_t n, float* Y, int64_t r0, int64_t r1) {
-  const int64_t kp = W.padded_cols();
-  if (n >= kPrefillMin) {
-    auto decode = [&](int64_t r, int64_t count, float* dst, int64_t ld) { q4_decode_rows<Half>(W, r, count, dst, ld); };
-    prefill_rows(decode, kp, X, kp, n, Y, W.rows(), r0, r1);
-    return;
+void gptq_rows_t(const GptqMatrix& W, const Q4Input& X, float* Y, int64_t r0, int64_t r1) {
+  const int64_t n = X.n;
+  for (int64_t xb = 0; xb < n; xb += kQ4XBlock) {
+    const int64_t xe = std::min(n, xb + kQ4XBlock);
+    for (int64_t r = r0; r < r1; r += kTR) {
+      const int64_t t = r / kTR;
+      const int nr = static_cast<int>(std::min<int64_t>(kTR, r1 - r));
+      int64_t j = xb;
+      for (; j + V::Q4NX <= xe; j += V::Q4NX) q4_tile<Half, V::Q4NX>(W, t, X, j, Y, nr);
+      for (; j < xe; ++j) q4_tile<Half, 1>(W, t, X, j, Y, nr);
+    }
   }
-  thread_local std::vector<float> xs;
-  xs.resize(n * W.groups());
-  q4_group_sums(W, X, n, xs.data());
-  int64_t r = r0;
-  for (; r + V::Q4NR <= r1; r += V::Q4NR) q4_rows_x<Half, V::Q4NR>(W, r, X, xs.data(), n, Y);
-  for (; r < r1; ++r) q4_rows_x<Half, 1>(W, r, X, xs.data(), n, Y);
 }
 
-void gptq_rows(const GptqMatrix& W, const float* X, int64_t n, float* Y, int64_t r0, int64_t r1) {
-  if (W.half_scales()) gptq_rows_t<true>(W, X, n, Y, r0, r1);
-  else gptq_rows_t<false>(W, X, n, Y, r0, r1);
+void gptq_rows(const GptqMatrix& W, const Q4Input& X, float* Y, int64_t r0, int64_t r1) {
+  if (W.half_scales()) gptq_rows_t<true>(W, X, Y, r0, r1);
+  else gptq_rows_t<false>(W, X, Y, r0, r1);
 }
