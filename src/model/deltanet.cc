@@ -6,29 +6,14 @@
 #include <cstring>
 #include <optional>
 
-#include "model/clones.h"
-#include "model/delta_rule.h"
 #include "model/layers.h"
 #include "model/profile.h"
+#include "ops/conv_silu.h"
+#include "ops/delta_rule.h"
 #include "ops/nn.h"
 #include "util/thread_pool.h"
 
 namespace qinfer::model {
-
-namespace {
-// o[c] = silu(Σ_j w[j][c] x_j[c]) for channels [c0, c1): one token of the causal
-// depthwise conv (x_j: the K input rows ending at this token).
-QINFER_CLONES void conv_silu(const float* const* x, int64_t K, const float* w, int64_t conv_dim, int64_t c0, int64_t c1,
-                             float* o) {
-  for (int64_t c = c0; c < c1; ++c) o[c] = 0.0f;
-  for (int64_t j = 0; j < K; ++j) {
-    const float* xj = x[j];
-    const float* wj = w + j * conv_dim;
-    for (int64_t c = c0; c < c1; ++c) o[c] += wj[c] * xj[c];
-  }
-  for (int64_t c = c0; c < c1; ++c) o[c] = ops::silu(o[c]);
-}
-}  // namespace
 
 void deltanet_forward(const TextConfig& tc, const DeltaNetWeights& w, int cache_index, const float* U, int64_t N,
                       const std::vector<Span>& spans, float* out, Arena& ar) {
@@ -64,7 +49,7 @@ void deltanet_forward(const TextConfig& tc, const DeltaNetWeights& w, int cache_
       std::vector<const float*> rows(K);
       for (int64_t t = 0; t < sp.n; ++t) {
         for (int64_t j = 0; j < K; ++j) rows[j] = input(t + j - KS);
-        conv_silu(rows.data(), K, w.conv_t.data(), conv_dim, c0, c1, act + (sp.begin + t) * conv_dim);
+        ops::conv_silu(rows.data(), K, w.conv_t.data(), conv_dim, c0, c1, act + (sp.begin + t) * conv_dim);
       }
       // New conv state: the last KS inputs of [state; new tokens].
       std::vector<float> keep(KS * (c1 - c0));
@@ -104,7 +89,7 @@ void deltanet_forward(const TextConfig& tc, const DeltaNetWeights& w, int cache_
       const Span& sp = spans[it / nv];
       const int64_t h = it % nv, kh = h / rep;
       const float* base = act + sp.begin * conv_dim;
-      DeltaRuleIO io;
+      ops::DeltaRuleIO io;
       io.T = sp.n;
       io.dk = dk;
       io.dv = dv;
@@ -118,8 +103,8 @@ void deltanet_forward(const TextConfig& tc, const DeltaNetWeights& w, int cache_
       io.o = o + sp.begin * vdim + h * dv;
       io.o_stride = vdim;
       io.S = sp.state->delta(cache_index).ssm.data() + h * dk * dv;
-      if (sp.n == 1) delta_rule_recurrent(io);
-      else delta_rule_chunked(io, 64);
+      if (sp.n == 1) ops::delta_rule_recurrent(io);
+      else ops::delta_rule_chunked(io, 64);
     }
   });
 

@@ -1,12 +1,9 @@
 // Self-consistency of the forward pass: prefill-then-decode equals one prefill,
 // split prefills, batched steps of different sequences equal running them one at
-// a time, state reset/clone, chunked == recurrent delta rule, and bad input.
+// a time, state reset/clone, and bad input (the delta rule itself: tests/ops/delta_rule_test.cc).
 #include <gtest/gtest.h>
 
-#include <random>
-
 #include "golden.h"
-#include "model/delta_rule.h"
 #include "util/error.h"
 
 namespace qinfer::test {
@@ -199,61 +196,6 @@ TEST(ForwardErrors, BadInputThrowsWithoutTouchingState) {
   empty.n_tokens = 0;
   EXPECT_THROW(m.forward({empty}), Error);
   EXPECT_EQ(s->n_tokens(), 0);
-}
-
-// Chunked vs recurrent delta rule on random inputs (one head), several chunk sizes.
-TEST(DeltaRule, ChunkedEqualsRecurrent) {
-  const int64_t T = 150, dk = 16, dv = 24;
-  std::mt19937 rng(5);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::uniform_real_distribution<float> ud(0.0f, 1.0f);
-  std::vector<float> q(T * dk), k(T * dk), v(T * dv), g(T), beta(T);
-  auto l2 = [&](float* x, float scale) {
-    float s = 0;
-    for (int64_t i = 0; i < dk; ++i) s += x[i] * x[i];
-    for (int64_t i = 0; i < dk; ++i) x[i] *= scale / std::sqrt(s + 1e-6f);
-  };
-  for (int64_t t = 0; t < T; ++t) {
-    for (int64_t i = 0; i < dk; ++i) q[t * dk + i] = nd(rng), k[t * dk + i] = nd(rng);
-    l2(&q[t * dk], 1.0f / std::sqrt(float(dk)));
-    l2(&k[t * dk], 1.0f);
-    for (int64_t i = 0; i < dv; ++i) v[t * dv + i] = nd(rng);
-    g[t] = -2.0f * ud(rng);
-    beta[t] = ud(rng);
-  }
-  std::vector<float> S0(dk * dv);
-  for (auto& x : S0) x = 0.3f * nd(rng);
-  auto io_for = [&](std::vector<float>& o, std::vector<float>& S) {
-    model::DeltaRuleIO io;
-    io.T = T; io.dk = dk; io.dv = dv;
-    io.q = q.data(); io.k = k.data(); io.v = v.data();
-    io.q_stride = io.k_stride = dk; io.v_stride = dv;
-    io.g = g.data(); io.beta = beta.data(); io.gb_stride = 1;
-    io.o = o.data(); io.o_stride = dv; io.S = S.data();
-    return io;
-  };
-  std::vector<float> o_rec(T * dv), S_rec = S0;
-  model::delta_rule_recurrent(io_for(o_rec, S_rec));
-  for (int64_t C : {1, 7, 16, 64}) {
-    std::vector<float> o(T * dv), S = S0;
-    model::delta_rule_chunked(io_for(o, S), C);
-    EXPECT_LT(compare(o.data(), o_rec.data(), o.size()).max_abs, 2e-5) << "C = " << C;
-    EXPECT_LT(compare(S.data(), S_rec.data(), S.size()).max_abs, 2e-5) << "C = " << C;
-  }
-  // And against a plain double-precision evaluation of the recurrence.
-  std::vector<double> Sd(S0.begin(), S0.end());
-  double worst = 0;
-  for (int64_t t = 0; t < T; ++t) {
-    const double dec = std::exp(double(g[t]));
-    std::vector<double> pred(dv, 0.0), u(dv), o(dv, 0.0);
-    for (int64_t i = 0; i < dk; ++i)
-      for (int64_t j = 0; j < dv; ++j) pred[j] += k[t * dk + i] * (Sd[i * dv + j] *= dec);
-    for (int64_t j = 0; j < dv; ++j) u[j] = beta[t] * (v[t * dv + j] - pred[j]);
-    for (int64_t i = 0; i < dk; ++i)
-      for (int64_t j = 0; j < dv; ++j) o[j] += q[t * dk + i] * (Sd[i * dv + j] += k[t * dk + i] * u[j]);
-    for (int64_t j = 0; j < dv; ++j) worst = std::max(worst, std::fabs(o[j] - o_rec[t * dv + j]));
-  }
-  EXPECT_LT(worst, 1e-5);
 }
 
 }  // namespace
