@@ -15,10 +15,10 @@ constexpr int64_t kKB = kAttnKeyBlock;
 inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
 inline int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
 
-// sc[i][j] = qp[i] · k_j for items i < ni (multiple of 4), keys j < nkeys (multiple of NK).
-template <int NK>
+// sc[i][j] = qp[i] · k_j for items i < ni (multiple of 4), keys j < nkeys (multiple of V::NK).
 inline void attn_scores(const float* qp, int64_t ni, int64_t hdl, int64_t hdp, const float* kp, int64_t ks,
                         int64_t nkeys, float* sc) {
+  constexpr int NK = V::NK;
   for (int64_t j0 = 0; j0 < nkeys; j0 += NK)
     for (int64_t i0 = 0; i0 < ni; i0 += 4) {
       V::T acc[4][NK];
@@ -37,10 +37,7 @@ inline void attn_scores(const float* qp, int64_t ni, int64_t hdl, int64_t hdp, c
           for (int r = 0; r < NK; ++r) acc[i][r] = V::fma(qv, kv[r], acc[i][r]);
         }
       }
-      QSEQ_UNROLL
-      for (int i = 0; i < 4; ++i)
-        QSEQ_UNROLL
-        for (int r = 0; r < NK; ++r) sc[(i0 + i) * kKB + j0 + r] = V::reduce_add(acc[i][r]);
+      V::hsum_store(acc, sc + i0 * kKB + j0, kKB);
     }
 }
 
@@ -133,7 +130,7 @@ void attend_simd(const AttentionShape& s, const AttentionSeq& seq, int64_t t0, i
       copy_rows(seq.v, kb, nb, nbp, off, hd, hdl, hdp, vbuf);
       kp = kbuf, ks = hdp, vp = vbuf, vs = hdp;
     }
-    attn_scores<V::NK>(qp, ni, hdl, hdp, kp, ks, nbp, sc);
+    attn_scores(qp, ni, hdl, hdp, kp, ks, nbp, sc);
 
     // Online softmax: scores -> weights in place, running max / sum / rescaled acc.
     for (int64_t i = 0; i < ni; ++i) {

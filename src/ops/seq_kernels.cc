@@ -1,5 +1,7 @@
 // Picks the sequence-kernel table: the same path name as the matrix kernels
-// (ops::kernel_path(), so QINFER_KERNELS forces both families together).
+// (ops::kernel_path(), so QINFER_KERNELS forces both families together), except
+// that AVX-512 CPUs without VNNI/BF16 still get the AVX-512 sequence kernels.
+#include <cstdlib>
 #include <cstring>
 
 #include "ops/cpu_features.h"
@@ -38,10 +40,18 @@ std::vector<std::string> seq_kernel_paths() {
   return out;
 }
 
+// The matrix kernels' avx512 path also needs VNNI and BF16, which many AVX-512
+// CPUs lack (Skylake-SP, Cascade Lake, Ice Lake); there kernel_path() says
+// "avx2" but these kernels still run on AVX-512, unless QINFER_KERNELS=avx2
+// asks for AVX2 explicitly.
 const SeqKernelTable& seq_kernels() {
+  static const bool avx512_ok = [] {
+    const char* env = std::getenv("QINFER_KERNELS");
+    return can_run_avx512_seq(cpu_features()) && !(env && std::strcmp(env, "avx2") == 0);
+  }();
   const char* path = kernel_path();
   if (std::strcmp(path, "avx512") == 0) return seq_avx512_kernels();
-  if (std::strcmp(path, "avx2") == 0) return seq_avx2_kernels();
+  if (std::strcmp(path, "avx2") == 0) return avx512_ok ? seq_avx512_kernels() : seq_avx2_kernels();
   return seq_scalar_kernels();
 }
 

@@ -42,6 +42,24 @@ struct V {
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
   }
+  // dst[i*ld + r] = Σ acc[i][r] for 4 items x NK = 2 keys: halves combined
+  // pairwise (128-bit lane r of x_i holds partial sums of key r), then within lanes.
+  static void hsum_store(const T (&acc)[4][NK], float* dst, int64_t ld) {
+    T x[4];
+    for (int i = 0; i < 4; ++i)
+      x[i] = _mm256_add_ps(_mm256_permute2f128_ps(acc[i][0], acc[i][1], 0x20),
+                           _mm256_permute2f128_ps(acc[i][0], acc[i][1], 0x31));
+    const T u01 = _mm256_add_ps(_mm256_unpacklo_ps(x[0], x[1]), _mm256_unpackhi_ps(x[0], x[1]));
+    const T u23 = _mm256_add_ps(_mm256_unpacklo_ps(x[2], x[3]), _mm256_unpackhi_ps(x[2], x[3]));
+    const T sums = _mm256_add_ps(_mm256_shuffle_ps(u01, u23, _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm256_shuffle_ps(u01, u23, _MM_SHUFFLE(3, 2, 3, 2)));  // element r*4+i
+    const T by_item = _mm256_permutevar8x32_ps(sums, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    const __m128 lo = _mm256_castps256_ps128(by_item), hi = _mm256_extractf128_ps(by_item, 1);
+    _mm_storel_pi(reinterpret_cast<__m64*>(dst), lo);
+    _mm_storeh_pi(reinterpret_cast<__m64*>(dst + ld), lo);
+    _mm_storel_pi(reinterpret_cast<__m64*>(dst + 2 * ld), hi);
+    _mm_storeh_pi(reinterpret_cast<__m64*>(dst + 3 * ld), hi);
+  }
   static float reduce_max(T v) {
     __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_max_ps(s, _mm_movehl_ps(s, s));

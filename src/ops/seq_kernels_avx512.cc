@@ -40,6 +40,27 @@ struct V {
   // y where !(x < thr), else 0
   static T zero_where_less(T x, T thr, T y) { return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, thr, _CMP_NLT_UQ), y); }
   static float reduce_add(T v) { return _mm512_reduce_add_ps(v); }
+  // dst[i*ld + r] = Σ acc[i][r] for 4 items x NK = 4 keys: lanes combined pairwise
+  // (128-bit lane r of x_i holds partial sums of key r), then within lanes.
+  static void hsum_store(const T (&acc)[4][NK], float* dst, int64_t ld) {
+    T x[4];
+    for (int i = 0; i < 4; ++i) {
+      const T ab = _mm512_add_ps(_mm512_shuffle_f32x4(acc[i][0], acc[i][1], 0x44),
+                                 _mm512_shuffle_f32x4(acc[i][0], acc[i][1], 0xEE));
+      const T cd = _mm512_add_ps(_mm512_shuffle_f32x4(acc[i][2], acc[i][3], 0x44),
+                                 _mm512_shuffle_f32x4(acc[i][2], acc[i][3], 0xEE));
+      x[i] = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, 0x88), _mm512_shuffle_f32x4(ab, cd, 0xDD));
+    }
+    const T u01 = _mm512_add_ps(_mm512_unpacklo_ps(x[0], x[1]), _mm512_unpackhi_ps(x[0], x[1]));
+    const T u23 = _mm512_add_ps(_mm512_unpacklo_ps(x[2], x[3]), _mm512_unpackhi_ps(x[2], x[3]));
+    const T sums = _mm512_add_ps(_mm512_shuffle_ps(u01, u23, _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm512_shuffle_ps(u01, u23, _MM_SHUFFLE(3, 2, 3, 2)));  // element r*4+i
+    const T by_item = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), sums);
+    _mm_storeu_ps(dst, _mm512_castps512_ps128(by_item));
+    _mm_storeu_ps(dst + ld, _mm512_extractf32x4_ps(by_item, 1));
+    _mm_storeu_ps(dst + 2 * ld, _mm512_extractf32x4_ps(by_item, 2));
+    _mm_storeu_ps(dst + 3 * ld, _mm512_extractf32x4_ps(by_item, 3));
+  }
   static float reduce_max(T v) { return _mm512_reduce_max_ps(v); }
 };
 
