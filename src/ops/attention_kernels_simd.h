@@ -16,10 +16,14 @@ inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
 inline int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
 
 // sc[i][j] = qp[i] · k_j for items i < ni (multiple of 4), keys j < nkeys (multiple of V::NK).
+// pf (or null): rows with the stride ks to prefetch alongside (the value rows).
 inline void attn_scores(const float* qp, int64_t ni, int64_t hdl, int64_t hdp, const float* kp, int64_t ks,
-                        int64_t nkeys, float* sc) {
+                        int64_t nkeys, float* sc, const float* pf, int64_t pfs) {
   constexpr int NK = V::NK;
-  for (int64_t j0 = 0; j0 < nkeys; j0 += NK)
+  for (int64_t j0 = 0; j0 < nkeys; j0 += NK) {
+    if (pf)
+      for (int r = 0; r < NK; ++r)
+        for (int64_t d = 0; d < hdl; d += 16) _mm_prefetch(reinterpret_cast<const char*>(pf + (j0 + r) * pfs + d), _MM_HINT_T0);
     for (int64_t i0 = 0; i0 < ni; i0 += 4) {
       V::T acc[4][NK];
       QSEQ_UNROLL
@@ -39,6 +43,7 @@ inline void attn_scores(const float* qp, int64_t ni, int64_t hdl, int64_t hdp, c
       }
       V::hsum_store(acc, sc + i0 * kKB + j0, kKB);
     }
+  }
 }
 
 // acc[i][c0 + c*W ...] += Σ_j p[i][j] v_j[...] for c < PC vectors, items i < ni.
@@ -130,7 +135,8 @@ void attend_simd(const AttentionShape& s, const AttentionSeq& seq, int64_t t0, i
       copy_rows(seq.v, kb, nb, nbp, off, hd, hdl, hdp, vbuf);
       kp = kbuf, ks = hdp, vp = vbuf, vs = hdp;
     }
-    attn_scores(qp, ni, hdl, hdp, kp, ks, nbp, sc);
+    const bool direct = kp != kbuf;
+    attn_scores(qp, ni, hdl, hdp, kp, ks, nbp, sc, direct ? vp : nullptr, vs);
 
     // Online softmax: scores -> weights in place, running max / sum / rescaled acc.
     for (int64_t i = 0; i < ni; ++i) {
@@ -162,6 +168,12 @@ void attend_simd(const AttentionShape& s, const AttentionSeq& seq, int64_t t0, i
       mx[i] = m;
     }
 
+    // The next key block, while p·V works from cache.
+    if (direct && kb + 2 * kKB <= kmax && block_contiguous(seq.k, kb + kKB)) {
+      const float* nk = seq.k.row(kb + kKB) + off;
+      for (int64_t j = 0; j < kKB; ++j)
+        for (int64_t d = 0; d < hdl; d += 16) _mm_prefetch(reinterpret_cast<const char*>(nk + j * ks + d), _MM_HINT_T1);
+    }
     int64_t c0 = 0;
     for (; c0 + 4 * V::W <= hdl; c0 += 4 * V::W) attn_pv<4>(sc, ni, vp, vs, nbp, c0, acc, hdp);
     for (; c0 < hdl; c0 += V::W) attn_pv<1>(sc, ni, vp, vs, nbp, c0, acc, hdp);
