@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "ops/cpu_features.h"
@@ -237,6 +238,7 @@ void matmul_batch(const GptqProduct* items, size_t count) {
   constexpr int64_t TR = GptqMatrix::kTileRows;
   std::vector<detail::Q4Input> xq(count);
   std::vector<int64_t> row_start(count + 1, 0);  // items' rows laid end to end, tile-aligned
+  std::vector<int64_t> mem_start(count + 1, 0);  // quantized activations, one allocation
   double work = 0, quant = 0;
   for (size_t i = 0; i < count; ++i) {
     const GptqProduct& it = items[i];
@@ -249,13 +251,19 @@ void matmul_batch(const GptqProduct* items, size_t count) {
       quant += static_cast<double>(it.W->padded_cols()) * it.n;
     }
     row_start[i + 1] = row_start[i] + rows;
+    mem_start[i + 1] = mem_start[i] + (it.n != 0 ? detail::q4_input_bytes(*it.W, it.n) : 0);
   }
   const int64_t total = row_start[count];
   if (total == 0) return;
+  // One block from this thread (not many small ones from the workers' malloc
+  // arenas, which keep freed memory resident).
+  std::unique_ptr<unsigned char[]> raw(new unsigned char[mem_start[count] + 64]);
+  unsigned char* mem = raw.get() + (64 - reinterpret_cast<uintptr_t>(raw.get()) % 64) % 64;
   // Quantize every item's activations (in parallel when there is enough).
   auto quantize = [&](int64_t b, int64_t e, int) {
     for (int64_t i = b; i < e; ++i)
-      if (items[i].n != 0) detail::quantize_q4_input(*items[i].W, items[i].X, items[i].n, xq[i]);
+      if (items[i].n != 0)
+        xq[i] = detail::quantize_q4_input(*items[i].W, items[i].X, items[i].n, mem + mem_start[i]);
   };
   if (count > 1 && quant >= 1 << 16 && !t_in_kernel) parallel_for(static_cast<int64_t>(count), 1, quantize);
   else quantize(0, static_cast<int64_t>(count), 0);

@@ -9,17 +9,31 @@
 
 namespace qinfer::ops::detail {
 
-void quantize_q4_input(const GptqMatrix& W, const float* X, int64_t n, Q4Input& out) {
+namespace {
+int64_t align64(int64_t b) { return (b + 63) / 64 * 64; }
+}  // namespace
+
+int64_t q4_input_bytes(const GptqMatrix& W, int64_t n) {
+  return 3 * align64(n * W.padded_cols()) + 2 * align64(n * W.blocks() * 4);
+}
+
+Q4Input quantize_q4_input(const GptqMatrix& W, const float* X, int64_t n, unsigned char* mem) {
   constexpr int B = GptqMatrix::kBlock;
   const int64_t kp = W.padded_cols(), nb = W.blocks();
+  Q4Input out;
   out.n = n;
   out.kp = kp;
   out.blocks = nb;
-  out.xh.resize(n * kp);
-  out.xm.resize(n * kp);
-  out.xl.resize(n * kp);
-  out.sx.resize(n * nb);
-  out.sxq.resize(n * nb);
+  auto take = [&](int64_t bytes) {
+    unsigned char* p = mem;
+    mem += align64(bytes);
+    return p;
+  };
+  out.xh = reinterpret_cast<int8_t*>(take(n * kp));
+  out.xm = reinterpret_cast<int8_t*>(take(n * kp));
+  out.xl = reinterpret_cast<int8_t*>(take(n * kp));
+  out.sx = reinterpret_cast<float*>(take(n * nb * 4));
+  out.sxq = reinterpret_cast<float*>(take(n * nb * 4));
   std::vector<float> packed(W.identity_layout() ? 0 : kp);
   for (int64_t j = 0; j < n; ++j) {
     const float* x = X + j * W.cols();
@@ -27,9 +41,9 @@ void quantize_q4_input(const GptqMatrix& W, const float* X, int64_t n, Q4Input& 
       W.gather_input(x, packed.data());
       x = packed.data();
     }
-    int8_t* xh = out.xh.data() + j * kp;
-    int8_t* xm = out.xm.data() + j * kp;
-    int8_t* xl = out.xl.data() + j * kp;
+    int8_t* xh = out.xh + j * kp;
+    int8_t* xm = out.xm + j * kp;
+    int8_t* xl = out.xl + j * kp;
     for (int64_t b = 0; b < nb; ++b) {
       const float* xb = x + b * B;
       float m = 0;
@@ -59,6 +73,7 @@ void quantize_q4_input(const GptqMatrix& W, const float* X, int64_t n, Q4Input& 
       out.sxq[j * nb + b] = static_cast<float>(sum);
     }
   }
+  return out;
 }
 
 }  // namespace qinfer::ops::detail

@@ -19,12 +19,15 @@ namespace qinfer::ops::detail {
 // value gets sx = NaN, so its outputs are NaN.
 struct Q4Input {
   int64_t n = 0, kp = 0, blocks = 0;
-  std::vector<int8_t> xh, xm, xl;  // [n][kp]
-  std::vector<float> sx, sxq;      // [n][blocks]
+  int8_t *xh = nullptr, *xm = nullptr, *xl = nullptr;  // [n][kp]
+  float *sx = nullptr, *sxq = nullptr;                  // [n][blocks]
 };
 constexpr int kQ4Max = (1 << 21) - 1;
-// X: [n][W.cols()] in source column order.
-void quantize_q4_input(const GptqMatrix& W, const float* X, int64_t n, Q4Input& out);
+// Bytes of storage a Q4Input for n rows of W needs (64-byte aligned parts).
+int64_t q4_input_bytes(const GptqMatrix& W, int64_t n);
+// Quantizes X ([n][W.cols()], source column order) into `mem` (q4_input_bytes,
+// 64-byte aligned) and returns the view.
+Q4Input quantize_q4_input(const GptqMatrix& W, const float* X, int64_t n, unsigned char* mem);
 
 struct KernelTable {
   const char* name;

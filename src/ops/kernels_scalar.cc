@@ -76,9 +76,9 @@ void gptq_rows(const GptqMatrix& W, const Q4Input& X, float* Y, int64_t r0, int6
   for (int64_t r = r0; r < r1; ++r) {
     const uint8_t* lane = W.tile_codes(r / TR) + 4 * (r % TR);
     for (int64_t j = 0; j < X.n; ++j) {
-      const int8_t* xh = X.xh.data() + j * kp;
-      const int8_t* xm = X.xm.data() + j * kp;
-      const int8_t* xl = X.xl.data() + j * kp;
+      const int8_t* xh = X.xh + j * kp;
+      const int8_t* xm = X.xm + j * kp;
+      const int8_t* xl = X.xl + j * kp;
       auto xq = [&](int64_t c) { return (xh[c] << 14) + (xm[c] << 7) + xl[c]; };
       float acc = 0;
       for (int64_t b = 0; b < nb; ++b) {

@@ -204,11 +204,11 @@ inline void q4_tile(const GptqMatrix& W, int64_t t, const Q4Input& X, int64_t j0
   T accf[NX][kH];
   QINFER_UNROLL
   for (int j = 0; j < NX; ++j) {
-    xh[j] = X.xh.data() + (j0 + j) * kp;
-    xm[j] = X.xm.data() + (j0 + j) * kp;
-    xl[j] = X.xl.data() + (j0 + j) * kp;
-    sx[j] = X.sx.data() + (j0 + j) * nb;
-    sxq[j] = X.sxq.data() + (j0 + j) * nb;
+    xh[j] = X.xh + (j0 + j) * kp;
+    xm[j] = X.xm + (j0 + j) * kp;
+    xl[j] = X.xl + (j0 + j) * kp;
+    sx[j] = X.sx + (j0 + j) * nb;
+    sxq[j] = X.sxq + (j0 + j) * nb;
     QINFER_UNROLL
     for (int h = 0; h < kH; ++h) accf[j][h] = V::zero();
   }
