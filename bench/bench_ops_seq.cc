@@ -1,4 +1,4 @@
-// Sequence-kernel microbenchmarks (built by src/ops/CMakeLists.txt, links
+// Sequence-kernel microbenchmarks (bench_ops_seq, links
 // qinfer_ops): decode attention over a long KV cache with the real model's
 // dims (16 query heads, 2 kv heads, head_dim 256), split-K on and off, a causal
 // prefill tile, the delta rule (32 value heads, dk = dv = 128) one token and a
