@@ -61,7 +61,7 @@ class Model {
   // Calls with more than kMaxCallTokens tokens in all run as several passes
   // (same results) to bound activation memory.
   void forward(const std::vector<Step>& steps, ForwardTrace* trace = nullptr);
-  static constexpr int64_t kMaxCallTokens = 2048;   // a multiple of the delta-rule chunk (64)
+  static constexpr int64_t kMaxCallTokens = 512;   // a multiple of the delta-rule chunk (64)
 
   // MTP draft head (spec §5; needs LoadOptions::load_mtp). Row t of a step takes the
   // main model's post-norm hidden state hidden[t] and the token that follows that

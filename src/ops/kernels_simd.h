@@ -132,6 +132,29 @@ void prefill_rows(const Decode& decode, int64_t K, const float* X, int64_t ldx, 
   }
 }
 
+// One weight row read front to back against one activation row, A partial sums
+// along k. Measured (bench_ops, 2 threads, huge pages) against the 8-row tile on
+// the lm_head: 20.7 vs 21.9 ms; 8 rows 4 KiB apart plus the next tile's 8 rows
+// fall into one L1 set.
+constexpr int64_t kSeqRowBytes = 8192;
+template <class L, class E, int A>
+inline void dense_row_seq(const E* w, const float* x, int64_t K, float* y, const float* rscale) {
+  using T = typename V::T;
+  T acc[A];
+  QINFER_UNROLL
+  for (int a = 0; a < A; ++a) acc[a] = V::zero();
+  int64_t k = 0;
+  for (; k + A * V::W <= K; k += A * V::W)
+    QINFER_UNROLL
+    for (int a = 0; a < A; ++a) acc[a] = V::fma(L::ld(w + k + a * V::W), V::load(x + k + a * V::W), acc[a]);
+  for (; k + V::W <= K; k += V::W) acc[0] = V::fma(L::ld(w + k), V::load(x + k), acc[0]);
+  if (k < K) acc[0] = V::fma(L::ld_tail(w + k, static_cast<int>(K - k)), LdF32::ld_tail(x + k, static_cast<int>(K - k)), acc[0]);
+  QINFER_UNROLL
+  for (int a = 1; a < A; ++a) acc[0] = V::add(acc[0], acc[a]);
+  const float v = V::reduce(acc[0]);
+  *y = rscale ? v * *rscale : v;
+}
+
 template <class L, class E>
 void dense_rows_typed(const DenseMatrix& W, const float* X, int64_t n, float* Y, int64_t r0, int64_t r1) {
   const E* w = static_cast<const E*>(W.weights());
@@ -153,6 +176,12 @@ void dense_rows_typed(const DenseMatrix& W, const float* X, int64_t n, float* Y,
   }
   int64_t r = r0;
   if (n == 1) {
+    // Rows of up to 8 KiB of weights are read one after the other (one
+    // sequential stream; x stays in L1); longer rows in 8-row tiles that read x once.
+    if (K * static_cast<int64_t>(sizeof(E)) <= kSeqRowBytes) {
+      for (; r < r1; ++r) dense_row_seq<L, E, 4>(w + r * K, X, K, Y + r, scales ? scales + r : nullptr);
+      return;
+    }
     for (; r + V::NR1 <= r1; r += V::NR1)
       dense_tile<L, E, V::NR1, 1, true>(w + r * K, K, X, K, K, Y + r, ldy, scales ? scales + r : nullptr);
   } else {

@@ -26,33 +26,47 @@ ThreadPool::ThreadPool(int num_threads) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    stop_.store(true);
   }
   cv_start_.notify_all();
   for (auto& t : threads_) t.join();
 }
 
+namespace {
+// Spin iterations before sleeping (each a CPU pause hint, ~10-50 ns).
+constexpr int kSpin = 4000;
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+}  // namespace
+
 void ThreadPool::worker(int index) {
   uint64_t seen = 0;
   for (;;) {
-    const std::function<void(int64_t, int64_t, int)>* job;
-    int64_t n, chunk;
-    int chunks;
-    {
+    uint64_t g = generation_.load(std::memory_order_acquire);
+    for (int spin = 0; g == seen && spin < kSpin && !stop_.load(std::memory_order_relaxed); ++spin) {
+      cpu_relax();
+      g = generation_.load(std::memory_order_acquire);
+    }
+    if (g == seen) {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_start_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      job = job_; n = job_n_; chunk = job_chunk_; chunks = job_chunks_;
+      cv_start_.wait(lock, [&] { return stop_.load() || generation_.load(std::memory_order_acquire) != seen; });
+      g = generation_.load(std::memory_order_acquire);
     }
-    if (index < chunks) {
-      int64_t b = index * chunk, e = std::min(n, b + chunk);
+    if (stop_.load()) return;
+    seen = g;
+    // The job fields were written before the generation was bumped, and the
+    // caller does not touch them again until every worker has finished.
+    if (index < job_chunks_) {
+      int64_t b = index * job_chunk_, e = std::min(job_n_, b + job_chunk_);
       RegionGuard guard;
-      if (b < e) (*job)(b, e, index);
+      if (b < e) (*job_)(b, e, index);
     }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (--pending_ == 0) cv_done_.notify_one();
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard<std::mutex> lock(mu_);  // the caller may be about to sleep
+      cv_done_.notify_one();
     }
   }
 }
@@ -68,19 +82,25 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain,
     return;
   }
   int64_t chunk = (n + chunks - 1) / chunks;
+  job_ = &fn;
+  job_n_ = n;
+  job_chunk_ = chunk;
+  job_chunks_ = chunks;
+  pending_.store(num_threads_ - 1, std::memory_order_relaxed);
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    job_ = &fn; job_n_ = n; job_chunk_ = chunk; job_chunks_ = chunks;
-    pending_ = num_threads_ - 1;
-    ++generation_;
+    std::lock_guard<std::mutex> lock(mu_);  // a worker checking before it sleeps sees it
+    generation_.fetch_add(1, std::memory_order_release);
   }
   cv_start_.notify_all();
   {
     RegionGuard guard;
     fn(0, std::min(n, chunk), 0);
   }
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_done_.wait(lock, [&] { return pending_ == 0; });
+  for (int spin = 0; spin < kSpin && pending_.load(std::memory_order_acquire) != 0; ++spin) cpu_relax();
+  if (pending_.load(std::memory_order_acquire) != 0) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_done_.wait(lock, [&] { return pending_.load(std::memory_order_acquire) == 0; });
+  }
   job_ = nullptr;
 }
 

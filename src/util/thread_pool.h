@@ -1,7 +1,12 @@
 // A fixed pool of worker threads for data-parallel loops. Kernels and model
 // code call parallel_for; it splits [0, n) into contiguous chunks, runs them on
 // the workers plus the calling thread, and returns when all are done.
+// Decode issues hundreds of small jobs per token back to back, so the workers
+// (and the caller waiting for them) spin for a short while (~50 µs) before they
+// sleep on a condition variable: a dispatch then costs well under a microsecond
+// instead of two futex wake-ups (~30 µs measured on a 2-vCPU VM).
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -40,9 +45,9 @@ class ThreadPool {
   const std::function<void(int64_t, int64_t, int)>* job_ = nullptr;
   int64_t job_n_ = 0, job_chunk_ = 0;
   int job_chunks_ = 0;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
-  bool stop_ = false;
+  std::atomic<uint64_t> generation_{0};  // bumped (under mu_) to start a job
+  std::atomic<int> pending_{0};          // workers still running the current job
+  std::atomic<bool> stop_{false};
 };
 
 inline void parallel_for(int64_t n, int64_t grain,

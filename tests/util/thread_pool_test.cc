@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #include "util/thread_pool.h"
@@ -30,6 +32,34 @@ TEST(ThreadPool, NestedCallsRunInlineInsteadOfHanging) {
       });
   });
   EXPECT_EQ(total.load(), 60);
+}
+
+// Back-to-back jobs (the workers still spinning from the last one) and jobs after
+// a pause long enough for them to have gone to sleep: each job sees its own
+// arguments and every index exactly once.
+TEST(ThreadPool, RapidAndSpacedJobsAreEachRunCompletely) {
+  for (int threads : {2, 3, 5}) {
+    ThreadPool pool(threads);
+    for (int job = 0; job < 3000; ++job) {
+      const int64_t n = 1 + job % 13;
+      std::atomic<int64_t> sum{0};
+      pool.parallel_for(n, 1, [&](int64_t b, int64_t e, int) {
+        for (int64_t i = b; i < e; ++i) sum += i + job;
+      });
+      ASSERT_EQ(sum.load(), n * (n - 1) / 2 + n * job) << "threads " << threads << " job " << job;
+      if (job % 1000 == 999) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+}
+
+TEST(ThreadPool, DestroysCleanlyWhileWorkersSpinOrSleep) {
+  for (int wait_ms : {0, 30}) {
+    ThreadPool pool(4);
+    std::atomic<int> ran{0};
+    pool.parallel_for(4, 1, [&](int64_t, int64_t, int) { ran++; });
+    std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms));
+    EXPECT_EQ(ran.load(), 4);
+  }  // the destructor must join every worker (a hang fails the test by timeout)
 }
 
 }  // namespace
