@@ -131,27 +131,25 @@ int cmd_bench(int argc, char** argv) {
 
   for (int n : prefills)
     if (n <= 0 || n > model->max_context()) fail("--prefill ", n, " is outside 1..", model->max_context());
+  auto prefill_seconds = [&](int n) {  // n random tokens into a new sequence
+    std::vector<int> ids(static_cast<size_t>(n));
+    for (int& id : ids) id = tok(rng);
+    auto s = model->new_sequence();
+    const double t0 = now_seconds();
+    model->forward({{s.get(), ids.data(), n, logits.data(), false}});
+    return now_seconds() - t0;
+  };
   {
     // The first call touches the activation arena's pages (up to one pass of
     // Model::kMaxCallTokens tokens) and the workers' stacks: reported, not
     // counted in the steady-state figures below.
     const int n = static_cast<int>(std::min<int64_t>(Model::kMaxCallTokens, model->max_context()));
-    std::vector<int> ids(static_cast<size_t>(n));
-    for (int& id : ids) id = tok(rng);
-    auto s = model->new_sequence();
-    double t0 = now_seconds();
-    model->forward({{s.get(), ids.data(), n, logits.data(), false}});
-    double dt = now_seconds() - t0;
+    const double dt = prefill_seconds(n);
     std::printf("prefill      %5d tokens: %8.1f tokens/s (%.2f s) first call (warm-up, page faults)\n", n, n / dt, dt);
     model::profile_reset();
   }
   for (int n : prefills) {
-    std::vector<int> ids(static_cast<size_t>(n));
-    for (int& id : ids) id = tok(rng);
-    auto s = model->new_sequence();
-    double t0 = now_seconds();
-    model->forward({{s.get(), ids.data(), n, logits.data(), false}});
-    double dt = now_seconds() - t0;
+    const double dt = prefill_seconds(n);
     std::printf("prefill      %5d tokens: %8.1f tokens/s (%.2f s), %.1f GFLOP/s in weight products\n", n, n / dt, dt,
                 2.0 * db.active_params * n / dt / 1e9);
     print_profile("prefill");
