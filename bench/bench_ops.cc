@@ -105,17 +105,17 @@ void bm_dense(benchmark::State& st, std::string path, WType t, int64_t rows, int
 
 void bm_int4(benchmark::State& st, std::string path, int64_t rows, int64_t cols, int64_t n, int experts) {
   set_kernel_path(path.c_str());
-  std::vector<GptqProduct> items;
+  std::vector<BatchProduct> items;
   auto x = activations(n, cols);
   std::vector<std::vector<float>> ys(experts, std::vector<float>(n * rows));
   double bytes = 0;
   for (int e = 0; e < experts; ++e) {
     const GptqMatrix& m = int4_weights(rows, cols, e);
-    items.push_back({&m, x.data(), n, ys[e].data()});
+    items.push_back({&m, nullptr, x.data(), n, ys[e].data()});
     bytes += m.bytes();
   }
   for (auto _ : st) {
-    if (experts == 1) matmul(*items[0].W, x.data(), n, ys[0].data());
+    if (experts == 1) matmul(*items[0].gptq, x.data(), n, ys[0].data());
     else matmul_batch(items.data(), items.size());
     benchmark::DoNotOptimize(ys[0].data());
   }

@@ -144,19 +144,16 @@ std::unique_ptr<ops::GptqMatrix> pack_gptq(const GptqLinear& a, const GptqLinear
 }
 
 void apply_all(const std::vector<Product>& products) {
-  std::vector<ops::GptqProduct> batch;
+  std::vector<ops::BatchProduct> batch;
   for (const auto& p : products) {
     if (p.n <= 0) continue;
-    if (p.W->gptq) {
-      ops::GptqProduct g;
-      g.W = p.W->gptq.get();
-      g.X = p.X;
-      g.n = p.n;
-      g.Y = p.Y;
-      batch.push_back(g);
-    } else {
-      p.W->apply(p.X, p.n, p.Y);
-    }
+    ops::BatchProduct b;
+    if (p.W->gptq) b.gptq = p.W->gptq.get();
+    else b.dense = &p.W->dense;
+    b.X = p.X;
+    b.n = p.n;
+    b.Y = p.Y;
+    batch.push_back(b);
   }
   if (!batch.empty()) ops::matmul_batch(batch.data(), batch.size());
 }

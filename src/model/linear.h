@@ -66,8 +66,8 @@ bool same_gptq_layout(const GptqLinear& a, const GptqLinear& b);
 std::unique_ptr<ops::GptqMatrix> pack_gptq(const GptqLinear& first, const GptqLinear* second,
                                            const std::string& what);
 
-// Runs several products in one go: GPTQ ones through ops::matmul_batch (one
-// parallel pass), dense ones one after another.
+// Runs several products (GPTQ and dense alike) in one parallel pass
+// (ops::matmul_batch).
 struct Product {
   const Linear* W = nullptr;
   const float* X = nullptr;

@@ -106,6 +106,7 @@ void moe_forward(const TextConfig& tc, const MoeWeights& w, const float* U, int6
   ops::swiglu(sgu, sgu + N * Is, N * Is, shid);
 
   // Down products.
+  prof.emplace(Part::kExpertsDown);
   float* yd = ar.alloc<float>(R * H);
   std::vector<Product> second;
   for (int64_t e = 0; e < E; ++e) {

@@ -12,7 +12,7 @@ namespace {
 constexpr int kParts = static_cast<int>(Part::kCount);
 const char* const kNames[kParts] = {"embed",     "norms+residual", "gdn proj",   "gdn conv+gates",  "gdn delta rule",
                                     "gdn out",   "attn proj",      "attn core",  "attn out",        "moe router",
-                                    "moe experts", "moe combine",  "final head"};
+                                    "moe gate/up", "moe down",  "moe combine",  "final head"};
 std::array<std::atomic<int64_t>, kParts> g_ns{};
 std::array<std::atomic<int64_t>, kParts> g_calls{};
 }  // namespace

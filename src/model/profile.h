@@ -9,7 +9,7 @@ namespace qinfer::model {
 
 enum class Part {
   kEmbed, kNorms, kGdnProj, kGdnConv, kGdnRule, kGdnOut, kAttnProj, kAttnCore, kAttnOut,
-  kRouter, kExperts, kCombine, kHead, kCount
+  kRouter, kExperts, kExpertsDown, kCombine, kHead, kCount
 };
 
 bool profiling();                      // QINFER_PROFILE set to something other than 0

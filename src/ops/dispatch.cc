@@ -229,29 +229,48 @@ void matmul(const DenseMatrix& W, const float* X, int64_t n, float* Y) {
 }
 
 void matmul(const GptqMatrix& W, const float* X, int64_t n, float* Y) {
-  GptqProduct item{&W, X, n, Y};
+  BatchProduct item;
+  item.gptq = &W;
+  item.X = X;
+  item.n = n;
+  item.Y = Y;
   matmul_batch(&item, 1);
 }
 
-void matmul_batch(const GptqProduct* items, size_t count) {
+void matmul_batch(const BatchProduct* items, size_t count) {
   const KernelTable& t = table();
   constexpr int64_t TR = GptqMatrix::kTileRows;
+  const bool bf16_dot = bf16_dot_flag().load(std::memory_order_relaxed);
   std::vector<detail::Q4Input> xq(count);
-  std::vector<int64_t> row_start(count + 1, 0);  // items' rows laid end to end, tile-aligned
+  std::vector<char> active(count, 0);            // runs in the shared pass
+  std::vector<int64_t> row_start(count + 1, 0);  // active items' rows laid end to end, tile-aligned
   std::vector<int64_t> mem_start(count + 1, 0);  // quantized activations, one allocation
   double work = 0, quant = 0;
   for (size_t i = 0; i < count; ++i) {
-    const GptqProduct& it = items[i];
-    int64_t rows = 0;
-    check_io(it.X, it.n, it.Y, "matmul (gptq)");
+    const BatchProduct& it = items[i];
+    int64_t rows = 0, bytes = 0;
+    check_io(it.X, it.n, it.Y, "matmul_batch");
     if (it.n != 0) {
-      if (!it.W) fail("matmul_batch: item ", i, " has no weight matrix");
-      rows = it.W->tiles() * TR;
-      work += static_cast<double>(it.W->padded_cols()) * (0.5 + it.n) * it.W->rows();
-      quant += static_cast<double>(it.W->padded_cols()) * it.n;
+      if (!it.gptq == !it.dense) fail("matmul_batch: item ", i, " needs exactly one weight matrix (gptq or dense)");
+      if (it.gptq) {
+        rows = it.gptq->tiles() * TR;
+        work += static_cast<double>(it.gptq->padded_cols()) * (0.5 + it.n) * it.gptq->rows();
+        quant += static_cast<double>(it.gptq->padded_cols()) * it.n;
+        bytes = detail::q4_input_bytes(*it.gptq, it.n);
+        active[i] = 1;
+      } else {
+        check_dense(*it.dense, "matmul_batch");
+        if (it.dense->type == WType::BF16 && t.bf16_dot_rows && bf16_dot) {
+          matmul(*it.dense, it.X, it.n, it.Y);  // the opt-in bf16-dot path runs alone
+        } else {
+          rows = (it.dense->rows + kRowBlock - 1) / kRowBlock * kRowBlock;
+          work += static_cast<double>(it.dense->cols) * (elem_bytes(it.dense->type) + it.n) * it.dense->rows;
+          active[i] = 1;
+        }
+      }
     }
     row_start[i + 1] = row_start[i] + rows;
-    mem_start[i + 1] = mem_start[i] + (it.n != 0 ? detail::q4_input_bytes(*it.W, it.n) : 0);
+    mem_start[i + 1] = mem_start[i] + bytes;
   }
   const int64_t total = row_start[count];
   if (total == 0) return;
@@ -259,21 +278,41 @@ void matmul_batch(const GptqProduct* items, size_t count) {
   // arenas, which keep freed memory resident).
   std::unique_ptr<unsigned char[]> raw(new unsigned char[mem_start[count] + 64]);
   unsigned char* mem = raw.get() + (64 - reinterpret_cast<uintptr_t>(raw.get()) % 64) % 64;
-  // Quantize every item's activations (in parallel when there is enough).
+  // Quantize every GPTQ item's activations (in parallel when there is enough).
+  // Items fed the same activations (a decode token's copies for its experts)
+  // share one quantization.
+  std::vector<int64_t> same_as(count, -1);
+  for (size_t i = 1; i < count; ++i) {
+    const BatchProduct& it = items[i];
+    if (!active[i] || !it.gptq || !it.gptq->identity_layout()) continue;
+    for (size_t j = 0; j < i; ++j) {
+      const BatchProduct& o = items[j];
+      if (active[j] && o.gptq && same_as[j] < 0 && o.gptq->identity_layout() && o.gptq->cols() == it.gptq->cols() &&
+          o.n == it.n && std::memcmp(o.X, it.X, static_cast<size_t>(it.n * it.gptq->cols()) * sizeof(float)) == 0) {
+        same_as[i] = static_cast<int64_t>(j);
+        break;
+      }
+    }
+  }
   auto quantize = [&](int64_t b, int64_t e, int) {
     for (int64_t i = b; i < e; ++i)
-      if (items[i].n != 0)
-        xq[i] = detail::quantize_q4_input(*items[i].W, items[i].X, items[i].n, mem + mem_start[i]);
+      if (active[i] && items[i].gptq && same_as[i] < 0)
+        xq[i] = detail::quantize_q4_input(*items[i].gptq, items[i].X, items[i].n, mem + mem_start[i]);
   };
   if (count > 1 && quant >= 1 << 16 && !t_in_kernel) parallel_for(static_cast<int64_t>(count), 1, quantize);
   else quantize(0, static_cast<int64_t>(count), 0);
+  for (size_t i = 0; i < count; ++i)
+    if (same_as[i] >= 0) xq[i] = xq[same_as[i]];
   for_rows(total, work / total, [&](int64_t b, int64_t e) {
     size_t i = std::upper_bound(row_start.begin(), row_start.end(), b) - row_start.begin() - 1;
     for (; i < count && row_start[i] < e; ++i) {
-      if (items[i].n == 0) continue;
+      if (!active[i]) continue;
+      const BatchProduct& it = items[i];
       const int64_t lo = std::max(b, row_start[i]) - row_start[i];
-      const int64_t hi = std::min({e - row_start[i], items[i].W->rows()});
-      if (lo < hi) t.gptq_rows(*items[i].W, xq[i], items[i].Y, lo, hi);
+      const int64_t hi = std::min(e - row_start[i], it.gptq ? it.gptq->rows() : it.dense->rows);
+      if (lo >= hi) continue;
+      if (it.gptq) t.gptq_rows(*it.gptq, xq[i], it.Y, lo, hi);
+      else t.dense_rows(*it.dense, it.X, it.n, it.Y, lo, hi);
     }
   });
 }

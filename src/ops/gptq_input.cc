@@ -2,6 +2,8 @@
 // Q4Input in kernel_table.h): gather into packed column order, then per block of
 // 32 columns a 21-bit symmetric scale. Shared by every kernel path, so all paths
 // see the same integers.
+#include <xmmintrin.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -60,7 +62,8 @@ Q4Input quantize_q4_input(const GptqMatrix& W, const float* X, int64_t n, unsign
         const float inv = static_cast<float>(kQ4Max) / m;
         sx = m / static_cast<float>(kQ4Max);
         for (int i = 0; i < B; ++i)
-          q[i] = std::clamp(static_cast<int32_t>(std::nearbyint(xb[i] * inv)), -kQ4Max, kQ4Max);
+          // cvtss2si: round to nearest even like nearbyint, without a libm call per element
+          q[i] = std::clamp(_mm_cvtss_si32(_mm_set_ss(xb[i] * inv)), -kQ4Max, kQ4Max);
       }
       int64_t sum = 0;
       for (int i = 0; i < B; ++i) {

@@ -46,15 +46,19 @@ void matmul(const DenseMatrix& W, const float* X, int64_t n, float* Y);
 // path (scalar included) gives bit-identical results.
 void matmul(const GptqMatrix& W, const float* X, int64_t n, float* Y);
 
-// Several GPTQ products in one parallel pass (e.g. the experts of one MoE layer,
-// tokens grouped by expert). Items with n == 0 are skipped.
-struct GptqProduct {
-  const GptqMatrix* W = nullptr;
-  const float* X = nullptr;  // [n][W->cols()]
+// Several products in one parallel pass (e.g. the experts of one MoE layer,
+// tokens grouped by expert, together with the shared expert's dense products):
+// one thread-pool dispatch, every thread busy until the last row. Each item has
+// exactly one of gptq / dense. Items with n == 0 are skipped. Results equal
+// matmul() of each item alone.
+struct BatchProduct {
+  const GptqMatrix* gptq = nullptr;
+  const DenseMatrix* dense = nullptr;
+  const float* X = nullptr;  // [n][cols]
   int64_t n = 0;
-  float* Y = nullptr;        // [n][W->rows()]
+  float* Y = nullptr;        // [n][rows]
 };
-void matmul_batch(const GptqProduct* items, size_t count);
+void matmul_batch(const BatchProduct* items, size_t count);
 
 // Faster, less exact variants (off by default; they need the avx512 path and are
 // ignored elsewhere). bf16_dot: BF16 weights times activations rounded to bf16

@@ -137,16 +137,81 @@ TEST_P(GptqByPath, BatchMatchesSeparateProducts) {
     ms.push_back(gptq_pack(cs.back().view()));
   }
   std::vector<std::vector<float>> xs(E), ys(E), want(E);
-  std::vector<GptqProduct> items;
+  std::vector<BatchProduct> items;
   for (int e = 0; e < E; ++e) {
     xs[e] = testing::random_floats(rng, ns[e] * 256);
     ys[e].assign(ns[e] * ms[e]->rows(), -1.0f);
     want[e].assign(ns[e] * ms[e]->rows(), 0.0f);
     matmul(*ms[e], xs[e].data(), ns[e], want[e].data());
-    items.push_back({ms[e].get(), xs[e].data(), ns[e], ys[e].data()});
+    items.push_back({ms[e].get(), nullptr, xs[e].data(), ns[e], ys[e].data()});
   }
   matmul_batch(items.data(), items.size());
   for (int e = 0; e < E; ++e) EXPECT_EQ(ys[e], want[e]) << "expert " << e;
+}
+
+// GPTQ and dense items (BF16, F32, Q8; decode and prefill row counts) in one
+// pass give exactly what each product gives alone.
+TEST_P(GptqByPath, MixedBatchMatchesSeparateProducts) {
+  PathGuard guard(GetParam());
+  std::mt19937 rng(12);
+  std::vector<Canon> cs;
+  std::vector<std::unique_ptr<GptqMatrix>> gs;
+  for (int e = 0; e < 5; ++e) {
+    cs.push_back(make_canon(24 + 16 * e, 128, 32, true, GIdx::None, rng, true));
+    gs.push_back(gptq_pack(cs.back().view()));
+  }
+  std::vector<std::vector<uint16_t>> bf(3);
+  std::vector<std::vector<float>> f32(3);
+  std::vector<DenseMatrix> ds;
+  for (int d = 0; d < 3; ++d) {
+    const int64_t rows = 7 + 20 * d;
+    auto v = testing::random_floats(rng, rows * 128);
+    f32[d] = v;
+    for (float x : v) bf[d].push_back(detail::f32_to_bf16(x));
+    ds.push_back(d == 1 ? dense_view(WType::F32, f32[d].data(), rows, 128)
+                        : dense_view(WType::BF16, bf[d].data(), rows, 128));
+  }
+  ds[2] = dense_to_q8(ds[2]);
+  for (int64_t n : {1, 3, 9}) {
+    std::vector<BatchProduct> items;
+    std::vector<std::vector<float>> xs, ys, want;
+    auto add = [&](const GptqMatrix* g, const DenseMatrix* d, int64_t rows) {
+      xs.push_back(testing::random_floats(rng, n * 128));
+      ys.emplace_back(n * rows, -1.0f);
+      want.emplace_back(n * rows, 0.0f);
+    };
+    for (auto& g : gs) add(g.get(), nullptr, g->rows());
+    for (auto& d : ds) add(nullptr, &d, d.rows);
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const GptqMatrix* g = i < gs.size() ? gs[i].get() : nullptr;
+      const DenseMatrix* d = i < gs.size() ? nullptr : &ds[i - gs.size()];
+      items.push_back({g, d, xs[i].data(), n, ys[i].data()});
+      if (g) matmul(*g, xs[i].data(), n, want[i].data());
+      else matmul(*d, xs[i].data(), n, want[i].data());
+    }
+    items.insert(items.begin() + 2, BatchProduct{nullptr, nullptr, nullptr, 0, nullptr});  // empty: skipped
+    matmul_batch(items.data(), items.size());
+    for (size_t i = 0; i < ys.size(); ++i) EXPECT_EQ(ys[i], want[i]) << "item " << i << " n=" << n;
+  }
+}
+
+// A decode token's copies for its experts are quantized once; the result must
+// not depend on it (also when a copy differs in its last value).
+TEST_P(GptqByPath, IdenticalInputsShareOneQuantization) {
+  PathGuard guard(GetParam());
+  std::mt19937 rng(13);
+  std::vector<std::unique_ptr<GptqMatrix>> ms;
+  for (int e = 0; e < 4; ++e) ms.push_back(gptq_pack(make_canon(32, 256, 32, e % 2 == 0, GIdx::None, rng, true).view()));
+  const auto x = testing::random_floats(rng, 2 * 256);
+  std::vector<std::vector<float>> xs(4, x), ys(4, std::vector<float>(2 * 32)), want = ys;
+  xs[3][2 * 256 - 1] += 0.5f;
+  std::vector<BatchProduct> items;
+  for (int e = 0; e < 4; ++e) {
+    items.push_back({ms[e].get(), nullptr, xs[e].data(), 2, ys[e].data()});
+    matmul(*ms[e], xs[e].data(), 2, want[e].data());
+  }
+  matmul_batch(items.data(), items.size());
+  for (int e = 0; e < 4; ++e) EXPECT_EQ(ys[e], want[e]) << "expert " << e;
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, GptqByPath, ::testing::ValuesIn(available_paths()),
@@ -310,8 +375,11 @@ TEST(GptqKernels, BadInputIsAnError) {
   float x[64] = {}, y[2];
   auto m = gptq_pack(c.view());
   EXPECT_THROW(matmul(*m, x, -1, y), Error);
-  GptqProduct item{nullptr, x, 1, y};
-  EXPECT_THROW(matmul_batch(&item, 1), Error);
+  BatchProduct item{nullptr, nullptr, x, 1, y};
+  EXPECT_THROW(matmul_batch(&item, 1), Error);  // no matrix
+  DenseMatrix d = dense_view(WType::F32, x, 1, 64);
+  item = {m.get(), &d, x, 1, y};
+  EXPECT_THROW(matmul_batch(&item, 1), Error);  // two matrices
 }
 
 }  // namespace
