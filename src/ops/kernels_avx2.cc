@@ -61,6 +61,12 @@ struct V {
     const __m256i p = _mm256_maddubs_epi16(u, _mm256_set1_epi32(w));
     return _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16(1)));
   }
+  // Sum of S partial accumulators.
+  template <int S>
+  static I iadd(const I* v) {
+    if constexpr (S == 1) return v[0];
+    else return _mm256_add_epi32(v[0], v[1]);
+  }
   // 2^14 h + 2^7 m + l
   static I combine(I h, I m, I l) {
     return _mm256_add_epi32(_mm256_slli_epi32(_mm256_add_epi32(_mm256_slli_epi32(h, 7), m), 7), l);

@@ -52,10 +52,19 @@ struct V {
   static I nib_lo(I v) { return _mm512_and_si512(v, _mm512_set1_epi8(15)); }
   static I nib_hi(I v) { return _mm512_and_si512(_mm512_srli_epi16(v, 4), _mm512_set1_epi8(15)); }
   // acc + Σ of 4 products per lane: unsigned codes u times the 4 signed bytes at x.
+  // (Inline asm for the embedded {1to16} broadcast: GCC 12 emits a separate
+  // vpbroadcastd per product otherwise.)
   static I dot4(I acc, I u, const int8_t* x) {
-    int32_t w;
-    __builtin_memcpy(&w, x, 4);
-    return _mm512_dpbusd_epi32(acc, u, _mm512_set1_epi32(w));
+    __asm__("vpdpbusd %[x]%{1to16%}, %[u], %[acc]"
+            : [acc] "+v"(acc)
+            : [u] "v"(u), [x] "m"(*reinterpret_cast<const int32_t*>(x)));
+    return acc;
+  }
+  // Sum of S partial accumulators.
+  template <int S>
+  static I iadd(const I* v) {
+    if constexpr (S == 1) return v[0];
+    else return _mm512_add_epi32(v[0], v[1]);
   }
   // 2^14 h + 2^7 m + l
   static I combine(I h, I m, I l) {

@@ -256,11 +256,17 @@ inline void q4_tile(const GptqMatrix& W, int64_t t, const Q4Input& X, int64_t j0
         zf[h] = V::load_u8(W.tile_zeros(t, g) + h * V::W);
       }
     }
-    I ah[NX][kH], am[NX][kH], al[NX][kH];
+    // S accumulators per level: with few vectors in flight the chains of
+    // dependent vpdpbusd would be latency-bound, so the low- and high-nibble
+    // products then go to separate registers.
+    constexpr int S = NX * kH <= 2 ? 2 : 1;
+    I ah[NX][kH][S], am[NX][kH][S], al[NX][kH][S];
     QINFER_UNROLL
     for (int j = 0; j < NX; ++j)
       QINFER_UNROLL
-      for (int h = 0; h < kH; ++h) ah[j][h] = am[j][h] = al[j][h] = V::izero();
+      for (int h = 0; h < kH; ++h)
+        QINFER_UNROLL
+        for (int e = 0; e < S; ++e) ah[j][h][e] = am[j][h][e] = al[j][h][e] = V::izero();
     const uint8_t* cb = codes + b * GptqMatrix::kTileBlockBytes;
     QINFER_UNROLL
     for (int ch = 0; ch < 4; ++ch)
@@ -271,12 +277,12 @@ inline void q4_tile(const GptqMatrix& W, int64_t t, const Q4Input& X, int64_t j0
         const int64_t c = b * GptqMatrix::kBlock + 8 * ch;
         QINFER_UNROLL
         for (int j = 0; j < NX; ++j) {
-          ah[j][h] = V::dot4(ah[j][h], lo, xh[j] + c);
-          ah[j][h] = V::dot4(ah[j][h], hi, xh[j] + c + 4);
-          am[j][h] = V::dot4(am[j][h], lo, xm[j] + c);
-          am[j][h] = V::dot4(am[j][h], hi, xm[j] + c + 4);
-          al[j][h] = V::dot4(al[j][h], lo, xl[j] + c);
-          al[j][h] = V::dot4(al[j][h], hi, xl[j] + c + 4);
+          ah[j][h][0] = V::dot4(ah[j][h][0], lo, xh[j] + c);
+          ah[j][h][S - 1] = V::dot4(ah[j][h][S - 1], hi, xh[j] + c + 4);
+          am[j][h][0] = V::dot4(am[j][h][0], lo, xm[j] + c);
+          am[j][h][S - 1] = V::dot4(am[j][h][S - 1], hi, xm[j] + c + 4);
+          al[j][h][0] = V::dot4(al[j][h][0], lo, xl[j] + c);
+          al[j][h][S - 1] = V::dot4(al[j][h][S - 1], hi, xl[j] + c + 4);
         }
       }
     QINFER_UNROLL
@@ -284,7 +290,7 @@ inline void q4_tile(const GptqMatrix& W, int64_t t, const Q4Input& X, int64_t j0
       const T bsx = V::set1(sx[j][b]), bsxq = V::set1(sxq[j][b]);
       QINFER_UNROLL
       for (int h = 0; h < kH; ++h) {
-        const T d = V::fnmadd(zf[h], bsxq, V::cvt_i(V::combine(ah[j][h], am[j][h], al[j][h])));
+        const T d = V::fnmadd(zf[h], bsxq, V::cvt_i(V::combine(V::iadd<S>(ah[j][h]), V::iadd<S>(am[j][h]), V::iadd<S>(al[j][h]))));
         accf[j][h] = V::fma(V::mul(sw[h], bsx), d, accf[j][h]);
       }
     }
