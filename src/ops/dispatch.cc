@@ -297,7 +297,7 @@ void matmul_batch(const BatchProduct* items, size_t count) {
   auto quantize = [&](int64_t b, int64_t e, int) {
     for (int64_t i = b; i < e; ++i)
       if (active[i] && items[i].gptq && same_as[i] < 0)
-        xq[i] = detail::quantize_q4_input(*items[i].gptq, items[i].X, items[i].n, mem + mem_start[i]);
+        xq[i] = detail::quantize_q4_input(t, *items[i].gptq, items[i].X, items[i].n, mem + mem_start[i]);
   };
   if (count > 1 && quant >= 1 << 16 && !t_in_kernel) parallel_for(static_cast<int64_t>(count), 1, quantize);
   else quantize(0, static_cast<int64_t>(count), 0);

@@ -25,9 +25,11 @@ struct Q4Input {
 constexpr int kQ4Max = (1 << 21) - 1;
 // Bytes of storage a Q4Input for n rows of W needs (64-byte aligned parts).
 int64_t q4_input_bytes(const GptqMatrix& W, int64_t n);
+struct KernelTable;
 // Quantizes X ([n][W.cols()], source column order) into `mem` (q4_input_bytes,
-// 64-byte aligned) and returns the view.
-Q4Input quantize_q4_input(const GptqMatrix& W, const float* X, int64_t n, unsigned char* mem);
+// 64-byte aligned) with t.q4_quantize and returns the view.
+Q4Input quantize_q4_input(const KernelTable& t, const GptqMatrix& W, const float* X, int64_t n,
+                          unsigned char* mem);
 
 struct KernelTable {
   const char* name;
@@ -36,6 +38,9 @@ struct KernelTable {
   // Rows [r0, r1) of Y[n][W.rows] for quantized activations X (r0 a multiple of
   // GptqMatrix::kTileRows). Every path computes bit-identical results.
   void (*gptq_rows)(const GptqMatrix& W, const Q4Input& X, float* Y, int64_t r0, int64_t r1);
+  // Quantizes nblocks blocks of 32 values at x (see Q4Input): xh/xm/xl [nblocks * 32],
+  // sx/sxq [nblocks]. Every path returns identical bytes and floats.
+  void (*q4_quantize)(const float* x, int64_t nblocks, int8_t* xh, int8_t* xm, int8_t* xl, float* sx, float* sxq);
   // Optional (null when unsupported): BF16 W times bf16 activations Xb
   // [n][round_up(W.cols, 32)], zero padded.
   void (*bf16_dot_rows)(const DenseMatrix& W, const uint16_t* Xb, int64_t n, float* Y, int64_t r0, int64_t r1);
@@ -44,6 +49,8 @@ struct KernelTable {
 constexpr int64_t kBf16DotPad = 32;
 
 const KernelTable& scalar_kernels();
+// The reference quantizer (also the AVX2 table's).
+void q4_quantize_scalar(const float* x, int64_t nblocks, int8_t* xh, int8_t* xm, int8_t* xl, float* sx, float* sxq);
 const KernelTable& avx2_kernels();    // only call when cpu_features().has_avx2_path()
 const KernelTable& avx512_kernels();  // only call when cpu_features().has_avx512_path()
 

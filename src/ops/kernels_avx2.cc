@@ -80,7 +80,7 @@ struct V {
 }  // namespace
 
 const KernelTable& avx2_kernels() {
-  static const KernelTable t{"avx2", dense_rows, gptq_rows, nullptr};
+  static const KernelTable t{"avx2", dense_rows, gptq_rows, q4_quantize_scalar, nullptr};
   return t;
 }
 

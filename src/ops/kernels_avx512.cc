@@ -7,6 +7,8 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cfloat>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -76,6 +78,43 @@ struct V {
 
 #include "ops/kernels_simd.h"
 
+// ---- GPTQ activation quantizer: the scalar reference's steps, 32 values at once ----
+
+void q4_quantize(const float* x, int64_t nblocks, int8_t* xh, int8_t* xm, int8_t* xl, float* sx, float* sxq) {
+  const __m512 fmax = _mm512_set1_ps(FLT_MAX);
+  for (int64_t b = 0; b < nblocks; ++b) {
+    const __m512 a0 = _mm512_loadu_ps(x + 32 * b), a1 = _mm512_loadu_ps(x + 32 * b + 16);
+    const __m512 m0 = _mm512_abs_ps(a0), m1 = _mm512_abs_ps(a1);
+    // Ordered compare: NaN and infinities fail it.
+    const bool finite = (_mm512_cmp_ps_mask(m0, fmax, _CMP_LE_OQ) & _mm512_cmp_ps_mask(m1, fmax, _CMP_LE_OQ)) == 0xffff;
+    const float m = finite ? _mm512_reduce_max_ps(_mm512_max_ps(m0, m1)) : 0.0f;
+    const float inv = static_cast<float>(kQ4Max) / m;
+    __m512i q0 = _mm512_setzero_si512(), q1 = q0;
+    float s = 0;
+    if (!finite) {
+      s = NAN;
+    } else if (m > 0 && inv <= FLT_MAX) {
+      s = m / static_cast<float>(kQ4Max);
+      const __m512 vi = _mm512_set1_ps(inv);
+      const __m512i lo = _mm512_set1_epi32(-kQ4Max), hi = _mm512_set1_epi32(kQ4Max);
+      q0 = _mm512_min_epi32(_mm512_max_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(a0, vi)), lo), hi);
+      q1 = _mm512_min_epi32(_mm512_max_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(a1, vi)), lo), hi);
+    }
+    const __m512i m127 = _mm512_set1_epi32(127);
+    int8_t* outs[3] = {xh + 32 * b, xm + 32 * b, xl + 32 * b};
+    const __m512i parts[3][2] = {
+        {_mm512_srai_epi32(q0, 14), _mm512_srai_epi32(q1, 14)},
+        {_mm512_and_si512(_mm512_srai_epi32(q0, 7), m127), _mm512_and_si512(_mm512_srai_epi32(q1, 7), m127)},
+        {_mm512_and_si512(q0, m127), _mm512_and_si512(q1, m127)}};
+    for (int p = 0; p < 3; ++p) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(outs[p]), _mm512_cvtepi32_epi8(parts[p][0]));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(outs[p] + 16), _mm512_cvtepi32_epi8(parts[p][1]));
+    }
+    sx[b] = s;
+    sxq[b] = static_cast<float>(_mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1)));
+  }
+}
+
 // ---- Option bf16_dot: BF16 weights x bf16 activations, _mm512_dpbf16_ps ----
 
 // NR weight rows x NX activation rows; 32 elements per step, masked tail.
@@ -136,7 +175,7 @@ void bf16_dot_rows(const DenseMatrix& W, const uint16_t* Xb, int64_t n, float* Y
 }  // namespace
 
 const KernelTable& avx512_kernels() {
-  static const KernelTable t{"avx512", dense_rows, gptq_rows, bf16_dot_rows};
+  static const KernelTable t{"avx512", dense_rows, gptq_rows, q4_quantize, bf16_dot_rows};
   return t;
 }
 

@@ -1,6 +1,10 @@
 // Reference kernels: plain loops, double accumulation (dense); integer dot
 // products (GPTQ). The SIMD paths are tested
 // against these; QINFER_KERNELS=scalar runs them in the product.
+#include <xmmintrin.h>
+
+#include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 
@@ -28,6 +32,43 @@ float f16_to_f32(uint16_t h) {
   float f;
   std::memcpy(&f, &u, 4);
   return f;
+}
+
+// Per block: m = max|x|; a non-finite value makes the block NaN, a block whose
+// scale would overflow (m below ~1e-32, or 0) quantizes to zero; else
+// q = round-to-nearest-even(x * (kQ4Max / m)), split into three bytes.
+void q4_quantize_scalar(const float* x, int64_t nblocks, int8_t* xh, int8_t* xm, int8_t* xl, float* sx,
+                        float* sxq) {
+  constexpr int B = GptqMatrix::kBlock;
+  for (int64_t b = 0; b < nblocks; ++b) {
+    const float* xb = x + b * B;
+    float m = 0;
+    bool finite = true;
+    for (int i = 0; i < B; ++i) {
+      finite &= std::isfinite(xb[i]);
+      m = std::max(m, std::fabs(xb[i]));
+    }
+    int32_t q[B] = {};
+    float s = 0;
+    const float inv = static_cast<float>(kQ4Max) / m;
+    if (!finite) {
+      s = NAN;
+    } else if (m > 0 && inv <= FLT_MAX) {
+      s = m / static_cast<float>(kQ4Max);
+      for (int i = 0; i < B; ++i)
+        // cvtss2si rounds to nearest even (the default mode), like nearbyint without the libm call
+        q[i] = std::clamp(_mm_cvtss_si32(_mm_set_ss(xb[i] * inv)), -kQ4Max, kQ4Max);
+    }
+    int64_t sum = 0;
+    for (int i = 0; i < B; ++i) {
+      sum += q[i];
+      xh[b * B + i] = static_cast<int8_t>(q[i] >> 14);         // floor(q / 2^14): -128..127
+      xm[b * B + i] = static_cast<int8_t>((q[i] >> 7) & 127);  // 0..127
+      xl[b * B + i] = static_cast<int8_t>(q[i] & 127);         // 0..127
+    }
+    sx[b] = s;
+    sxq[b] = static_cast<float>(sum);
+  }
 }
 
 namespace {
@@ -102,7 +143,7 @@ void gptq_rows(const GptqMatrix& W, const Q4Input& X, float* Y, int64_t r0, int6
 }  // namespace
 
 const KernelTable& scalar_kernels() {
-  static const KernelTable t{"scalar", dense_rows, gptq_rows, nullptr};
+  static const KernelTable t{"scalar", dense_rows, gptq_rows, q4_quantize_scalar, nullptr};
   return t;
 }
 

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "kernels_test_util.h"
+#include "ops/cpu_features.h"
 #include "ops/kernel_table.h"
 #include "util/error.h"
 
@@ -318,6 +319,59 @@ TEST(GptqKernels, QuantizedActivationErrorIsSmall) {
   const double rel = std::sqrt(e2 / r2);
   std::printf("int4 x 21-bit activations, 256x2048 g32: rel-L2 error %.2e\n", rel);
   EXPECT_LT(rel, 2e-6);
+}
+
+// Every path's activation quantizer returns the reference's bytes and floats,
+// on random blocks and on awkward ones (zeros, ties at .5 steps, tiny and huge
+// magnitudes, subnormals, infinities, NaN).
+TEST(GptqKernels, QuantizerPathsMatchScalarTwin) {
+  std::mt19937 rng(21);
+  const int64_t nb = 64;
+  std::vector<float> x = testing::random_floats(rng, nb * 32, -3.0f, 3.0f);
+  for (int i = 0; i < 32; ++i) x[32 * 1 + i] = 0.0f;
+  for (int i = 0; i < 32; ++i) x[32 * 2 + i] = (i - 16) * 0.5f;         // exact ties after scaling
+  for (int i = 0; i < 32; ++i) x[32 * 3 + i] = (i % 3 - 1) * 1e-35f;    // scale would overflow
+  for (int i = 0; i < 32; ++i) x[32 * 4 + i] = (i % 5) * 1e-40f;        // subnormals
+  for (int i = 0; i < 32; ++i) x[32 * 5 + i] = (i - 7) * 1e30f;
+  x[32 * 6 + 9] = INFINITY;
+  x[32 * 7 + 31] = -INFINITY;
+  x[32 * 8] = NAN;
+  x[32 * 9 + 3] = 5e3f;  // one outlier
+  struct Out {
+    std::vector<int8_t> h, m, l;
+    std::vector<float> s, q;
+  };
+  auto run = [&](const detail::KernelTable& t) {
+    Out o{std::vector<int8_t>(nb * 32), std::vector<int8_t>(nb * 32), std::vector<int8_t>(nb * 32),
+          std::vector<float>(nb), std::vector<float>(nb)};
+    t.q4_quantize(x.data(), nb, o.h.data(), o.m.data(), o.l.data(), o.s.data(), o.q.data());
+    return o;
+  };
+  const Out want = run(detail::scalar_kernels());
+  EXPECT_TRUE(std::isnan(want.s[6]) && std::isnan(want.s[7]) && std::isnan(want.s[8]));
+  EXPECT_EQ(want.s[1], 0.0f);
+  EXPECT_EQ(want.s[3], 0.0f);
+  for (int64_t b = 0; b < nb; ++b) {  // reconstruction within half a step
+    if (!(want.s[b] > 0)) continue;
+    for (int i = 0; i < 32; ++i) {
+      const int64_t k = b * 32 + i;
+      const double q = double(want.h[k]) * 16384 + double(want.m[k]) * 128 + want.l[k];
+      ASSERT_NEAR(q * want.s[b], x[k], 0.5001 * want.s[b] + 1e-6 * std::fabs(x[k])) << "block " << b << " " << i;
+    }
+  }
+  std::vector<const detail::KernelTable*> tables;
+  if (cpu_features().has_avx2_path()) tables.push_back(&detail::avx2_kernels());
+  if (cpu_features().has_avx512_path()) tables.push_back(&detail::avx512_kernels());
+  for (const auto* t : tables) {
+    const Out got = run(*t);
+    EXPECT_EQ(got.h, want.h) << t->name;
+    EXPECT_EQ(got.m, want.m) << t->name;
+    EXPECT_EQ(got.l, want.l) << t->name;
+    for (int64_t b = 0; b < nb; ++b) {
+      EXPECT_TRUE(got.s[b] == want.s[b] || (std::isnan(got.s[b]) && std::isnan(want.s[b]))) << t->name << " " << b;
+      EXPECT_EQ(got.q[b], want.q[b]) << t->name << " " << b;
+    }
+  }
 }
 
 TEST(GptqKernels, ZeroAndNonFiniteActivations) {
