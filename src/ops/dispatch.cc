@@ -256,7 +256,9 @@ void matmul_batch(const BatchProduct* items, size_t count) {
         rows = it.gptq->tiles() * TR;
         work += static_cast<double>(it.gptq->padded_cols()) * (0.5 + it.n) * it.gptq->rows();
         quant += static_cast<double>(it.gptq->padded_cols()) * it.n;
-        bytes = detail::q4_input_bytes(*it.gptq, it.n);
+        bytes = it.n >= detail::kQ4PanelMin
+                    ? (it.gptq->identity_layout() ? 0 : it.n * it.gptq->padded_cols() * int64_t{sizeof(float)})
+                    : detail::q4_input_bytes(*it.gptq, it.n);
         active[i] = 1;
       } else {
         check_dense(*it.dense, "matmul_batch");
@@ -284,7 +286,7 @@ void matmul_batch(const BatchProduct* items, size_t count) {
   std::vector<int64_t> same_as(count, -1);
   for (size_t i = 1; i < count; ++i) {
     const BatchProduct& it = items[i];
-    if (!active[i] || !it.gptq || !it.gptq->identity_layout()) continue;
+    if (!active[i] || !it.gptq || !it.gptq->identity_layout() || it.n >= detail::kQ4PanelMin) continue;
     for (size_t j = 0; j < i; ++j) {
       const BatchProduct& o = items[j];
       if (active[j] && o.gptq && same_as[j] < 0 && o.gptq->identity_layout() && o.gptq->cols() == it.gptq->cols() &&
@@ -294,10 +296,23 @@ void matmul_batch(const BatchProduct* items, size_t count) {
       }
     }
   }
+  // Prefill-sized items take fp32 activations in packed column order instead.
+  std::vector<const float*> xp(count, nullptr);
   auto quantize = [&](int64_t b, int64_t e, int) {
-    for (int64_t i = b; i < e; ++i)
-      if (active[i] && items[i].gptq && same_as[i] < 0)
-        xq[i] = detail::quantize_q4_input(t, *items[i].gptq, items[i].X, items[i].n, mem + mem_start[i]);
+    for (int64_t i = b; i < e; ++i) {
+      const BatchProduct& it = items[i];
+      if (!active[i] || !it.gptq || same_as[i] >= 0) continue;
+      if (it.n < detail::kQ4PanelMin) {
+        xq[i] = detail::quantize_q4_input(t, *it.gptq, it.X, it.n, mem + mem_start[i]);
+      } else if (it.gptq->identity_layout()) {
+        xp[i] = it.X;
+      } else {
+        float* buf = reinterpret_cast<float*>(mem + mem_start[i]);
+        for (int64_t j = 0; j < it.n; ++j)
+          it.gptq->gather_input(it.X + j * it.gptq->cols(), buf + j * it.gptq->padded_cols());
+        xp[i] = buf;
+      }
+    }
   };
   if (count > 1 && quant >= 1 << 16 && !t_in_kernel) parallel_for(static_cast<int64_t>(count), 1, quantize);
   else quantize(0, static_cast<int64_t>(count), 0);
@@ -311,7 +326,8 @@ void matmul_batch(const BatchProduct* items, size_t count) {
       const int64_t lo = std::max(b, row_start[i]) - row_start[i];
       const int64_t hi = std::min(e - row_start[i], it.gptq ? it.gptq->rows() : it.dense->rows);
       if (lo >= hi) continue;
-      if (it.gptq) t.gptq_rows(*it.gptq, xq[i], it.Y, lo, hi);
+      if (it.gptq && xp[i]) t.gptq_rows_f32(*it.gptq, xp[i], it.n, it.Y, lo, hi);
+      else if (it.gptq) t.gptq_rows(*it.gptq, xq[i], it.Y, lo, hi);
       else t.dense_rows(*it.dense, it.X, it.n, it.Y, lo, hi);
     }
   });

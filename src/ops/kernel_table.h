@@ -38,6 +38,9 @@ struct KernelTable {
   // Rows [r0, r1) of Y[n][W.rows] for quantized activations X (r0 a multiple of
   // GptqMatrix::kTileRows). Every path computes bit-identical results.
   void (*gptq_rows)(const GptqMatrix& W, const Q4Input& X, float* Y, int64_t r0, int64_t r1);
+  // From kQ4PanelMin activation rows on: rows [r0, r1) of Y for fp32 activations
+  // Xp [n][W.padded_cols()] in packed column order (tiles dequantized to fp32).
+  void (*gptq_rows_f32)(const GptqMatrix& W, const float* Xp, int64_t n, float* Y, int64_t r0, int64_t r1);
   // Quantizes nblocks blocks of 32 values at x (see Q4Input): xh/xm/xl [nblocks * 32],
   // sx/sxq [nblocks]. Every path returns identical bytes and floats.
   void (*q4_quantize)(const float* x, int64_t nblocks, int8_t* xh, int8_t* xm, int8_t* xl, float* sx, float* sxq);
@@ -47,6 +50,9 @@ struct KernelTable {
 };
 
 constexpr int64_t kBf16DotPad = 32;
+// GPTQ products with at least this many activation rows take gptq_rows_f32
+// (prefill: dequantizing a tile once pays off), fewer the integer path.
+constexpr int64_t kQ4PanelMin = 16;
 
 const KernelTable& scalar_kernels();
 // The reference quantizer (also the AVX2 table's).

@@ -19,6 +19,7 @@ struct V {
   static constexpr int NR1 = 4;   // 16 ymm registers: keep tiles small
   static constexpr int NR = 4;
   static constexpr int NX = 2;
+  static constexpr int PNX = 4;  // activation rows per fp32 panel pass (prefill)
   static constexpr int Q4NX = 1;  // activation rows per int4 tile pass
 
   static T zero() { return _mm256_setzero_ps(); }
@@ -61,6 +62,9 @@ struct V {
     const __m256i p = _mm256_maddubs_epi16(u, _mm256_set1_epi32(w));
     return _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16(1)));
   }
+  // Byte e of every 32-bit lane, zero-extended.
+  static I byte_lane(I v, int e) { return _mm256_and_si256(_mm256_srli_epi32(v, 8 * e), _mm256_set1_epi32(255)); }
+  static T fmsub(T a, T b, T c) { return _mm256_fmsub_ps(a, b, c); }  // a*b - c
   // Sum of S partial accumulators.
   template <int S>
   static I iadd(const I* v) {
@@ -80,7 +84,7 @@ struct V {
 }  // namespace
 
 const KernelTable& avx2_kernels() {
-  static const KernelTable t{"avx2", dense_rows, gptq_rows, q4_quantize_scalar, nullptr};
+  static const KernelTable t{"avx2", dense_rows, gptq_rows, gptq_rows_f32, q4_quantize_scalar, nullptr};
   return t;
 }
 

@@ -24,6 +24,7 @@ struct V {
   static constexpr int NR1 = 8;   // weight rows per decode (n = 1) tile
   static constexpr int NR = 4;    // weight rows per tile for n > 1
   static constexpr int NX = 4;    // activation rows per tile
+  static constexpr int PNX = 8;  // activation rows per fp32 panel pass (prefill)
   static constexpr int Q4NX = 4;  // activation rows per int4 tile pass
 
   static T zero() { return _mm512_setzero_ps(); }
@@ -62,6 +63,9 @@ struct V {
             : [u] "v"(u), [x] "m"(*reinterpret_cast<const int32_t*>(x)));
     return acc;
   }
+  // Byte e of every 32-bit lane, zero-extended.
+  static I byte_lane(I v, int e) { return _mm512_and_si512(_mm512_srli_epi32(v, 8 * e), _mm512_set1_epi32(255)); }
+  static T fmsub(T a, T b, T c) { return _mm512_fmsub_ps(a, b, c); }  // a*b - c
   // Sum of S partial accumulators.
   template <int S>
   static I iadd(const I* v) {
@@ -175,7 +179,7 @@ void bf16_dot_rows(const DenseMatrix& W, const uint16_t* Xb, int64_t n, float* Y
 }  // namespace
 
 const KernelTable& avx512_kernels() {
-  static const KernelTable t{"avx512", dense_rows, gptq_rows, q4_quantize, bf16_dot_rows};
+  static const KernelTable t{"avx512", dense_rows, gptq_rows, gptq_rows_f32, q4_quantize, bf16_dot_rows};
   return t;
 }
 

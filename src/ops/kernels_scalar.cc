@@ -7,6 +7,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "ops/kernel_table.h"
 
@@ -140,10 +141,31 @@ void gptq_rows(const GptqMatrix& W, const Q4Input& X, float* Y, int64_t r0, int6
   }
 }
 
+// fp32 path: w = fma(s, q, -(s*z)), then one fma per column in order, as the
+// SIMD panels do per lane.
+void gptq_rows_f32(const GptqMatrix& W, const float* Xp, int64_t n, float* Y, int64_t r0, int64_t r1) {
+  const int64_t kp = W.padded_cols();
+  std::vector<float> w(kp);
+  for (int64_t r = r0; r < r1; ++r) {
+    for (int64_t p = 0; p < kp; ++p) {
+      const int64_t g = W.block_group(p / GptqMatrix::kBlock);
+      const float s = W.scale(r, g);
+      const float sz = s * static_cast<float>(W.zero(r, g));
+      w[p] = std::fma(s, static_cast<float>(W.code(r, p)), -sz);
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      const float* x = Xp + j * kp;
+      float acc = 0;
+      for (int64_t p = 0; p < kp; ++p) acc = std::fma(x[p], w[p], acc);
+      Y[j * W.rows() + r] = acc;
+    }
+  }
+}
+
 }  // namespace
 
 const KernelTable& scalar_kernels() {
-  static const KernelTable t{"scalar", dense_rows, gptq_rows, q4_quantize_scalar, nullptr};
+  static const KernelTable t{"scalar", dense_rows, gptq_rows, gptq_rows_f32, q4_quantize_scalar, nullptr};
   return t;
 }
 

@@ -256,7 +256,9 @@ TEST(Loader, GptqAsymAndArbitraryGidxEqualDequantized) {
   const std::vector<float> lq = logits_of(*mq, fixture("gptq")), ld = logits_of(*md, fixture("gptq"));
   Diff diff = compare(lq.data(), ld.data(), ld.size());
   std::printf("  asym GPTQ + random g_idx vs dequantized F32: rel-L2 %.3e max-abs %.3e\n", diff.rel_l2, diff.max_abs);
-  EXPECT_LT(diff.rel_l2, 1e-5);
+  // Two fp32 computations in different orders (the GPTQ prefill panels sum each
+  // output in one sequential chain): ~1e-5 apart; a layout mistake is O(1).
+  EXPECT_LT(diff.rel_l2, 3e-5);
   fs::remove_all(qdir);
   fs::remove_all(ddir);
 }
