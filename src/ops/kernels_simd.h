@@ -219,6 +219,29 @@ inline typename V::T q4_tile_scales(const GptqMatrix& W, int64_t t, int64_t g, i
   else return V::load(W.tile_scales_f32(t, g) + h * V::W);
 }
 
+// One tile's scales and zero points (as floats) of the current group.
+template <bool Half>
+struct Q4Group {
+  typename V::T s[kH], z[kH];
+  int64_t g = -1;
+  Q4Group() {
+    QINFER_UNROLL
+    for (int h = 0; h < kH; ++h) s[h] = z[h] = V::zero();
+  }
+  // Loads the group of block b when it is not the current one; true if it did.
+  bool at(const GptqMatrix& W, int64_t t, int64_t b) {
+    const int64_t gb = W.block_group(b);
+    if (gb == g) return false;
+    g = gb;
+    QINFER_UNROLL
+    for (int h = 0; h < kH; ++h) {
+      s[h] = q4_tile_scales<Half>(W, t, g, h);
+      z[h] = V::load_u8(W.tile_zeros(t, g) + h * V::W);
+    }
+    return true;
+  }
+};
+
 // Tile t (rows [16t, 16t + nr)) against activation rows [j0, j0 + NX).
 template <bool Half, int NX>
 inline void q4_tile(const GptqMatrix& W, int64_t t, const Q4Input& X, int64_t j0, float* Y, int nr) {
@@ -242,20 +265,11 @@ inline void q4_tile(const GptqMatrix& W, int64_t t, const Q4Input& X, int64_t j0
     for (int h = 0; h < kH; ++h) accf[j][h] = V::zero();
   }
   const uint8_t* codes = W.tile_codes(t);
-  int64_t gcur = -1;
-  T sw[kH], zf[kH];
-  QINFER_UNROLL
-  for (int h = 0; h < kH; ++h) sw[h] = zf[h] = V::zero();
+  Q4Group<Half> grp;
+  const T* sw = grp.s;
+  const T* zf = grp.z;
   for (int64_t b = 0; b < nb; ++b) {
-    const int64_t g = W.block_group(b);
-    if (g != gcur) {
-      gcur = g;
-      QINFER_UNROLL
-      for (int h = 0; h < kH; ++h) {
-        sw[h] = q4_tile_scales<Half>(W, t, g, h);
-        zf[h] = V::load_u8(W.tile_zeros(t, g) + h * V::W);
-      }
-    }
+    grp.at(W, t, b);
     // S accumulators per level: with few vectors in flight the chains of
     // dependent vpdpbusd would be latency-bound, so the low- and high-nibble
     // products then go to separate registers.
@@ -344,19 +358,15 @@ inline void q4_tile_panel(const GptqMatrix& W, int64_t t, float* panel) {
   using T = typename V::T;
   using I = typename V::I;
   const uint8_t* codes = W.tile_codes(t);
-  int64_t gcur = -1;
-  T sw[kH], sz[kH];
+  Q4Group<Half> grp;
+  const T* sw = grp.s;
+  T sz[kH];
   QINFER_UNROLL
-  for (int h = 0; h < kH; ++h) sw[h] = sz[h] = V::zero();
+  for (int h = 0; h < kH; ++h) sz[h] = V::zero();
   for (int64_t b = 0; b < W.blocks(); ++b) {
-    const int64_t g = W.block_group(b);
-    if (g != gcur) {
-      gcur = g;
+    if (grp.at(W, t, b)) {
       QINFER_UNROLL
-      for (int h = 0; h < kH; ++h) {
-        sw[h] = q4_tile_scales<Half>(W, t, g, h);
-        sz[h] = V::mul(sw[h], V::load_u8(W.tile_zeros(t, g) + h * V::W));
-      }
+      for (int h = 0; h < kH; ++h) sz[h] = V::mul(grp.s[h], grp.z[h]);
     }
     const uint8_t* cb = codes + b * GptqMatrix::kTileBlockBytes;
     float* pb = panel + b * GptqMatrix::kBlock * kTR;
