@@ -70,8 +70,8 @@ void fake_context(SequenceState& s, int64_t context) {
 }
 
 // A "VmHWM:"-style field of /proc/self/status in bytes (0 where unavailable).
-double proc_status_bytes(const char* field) {
-  std::ifstream f("/proc/self/status");
+double proc_status_bytes(const char* field, const char* file = "/proc/self/status") {
+  std::ifstream f(file);
   std::string line;
   const std::string key = std::string(field) + ":";
   while (std::getline(f, line))
@@ -123,9 +123,11 @@ int cmd_bench(int argc, char** argv) {
   std::printf("model        %s: %d layers, weights %.2f GB resident (dense %s)\n", a.get("model").c_str(),
               t.num_hidden_layers, model->weight_bytes() / 1e9, lo.dense_int8 ? "int8" : "bf16");
   const double hwm_load = proc_status_bytes("VmHWM");
-  std::printf("memory       after load: peak resident %.2f GB, now %.2f GB (anon %.2f, file %.2f); weights %.2f GB\n",
+  std::printf("memory       after load: peak resident %.2f GB, now %.2f GB (anon %.2f, of it in huge pages %.2f; "
+              "file %.2f); weights %.2f GB\n",
               hwm_load / 1e9, proc_status_bytes("VmRSS") / 1e9, proc_status_bytes("RssAnon") / 1e9,
-              proc_status_bytes("RssFile") / 1e9, model->weight_bytes() / 1e9);
+              proc_status_bytes("AnonHugePages", "/proc/self/smaps_rollup") / 1e9, proc_status_bytes("RssFile") / 1e9,
+              model->weight_bytes() / 1e9);
   std::printf("bytes/token  %.3f GB at context 0 (dense %.3f, experts %.3f, lm_head %.3f), +%.1f KB per context token\n",
               db.total(0) / 1e9, db.dense / 1e9, db.experts / 1e9, db.lm_head / 1e9, db.kv_per_token / 1e3);
 
