@@ -62,6 +62,8 @@ struct V {
     const __m256i p = _mm256_maddubs_epi16(u, _mm256_set1_epi32(w));
     return _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16(1)));
   }
+  static constexpr bool kDensePanels = false;  // dense prefill keeps the row tiles
+  static void transpose16(T*) {}
   // Byte e of every 32-bit lane, zero-extended.
   static I byte_lane(I v, int e) { return _mm256_and_si256(_mm256_srli_epi32(v, 8 * e), _mm256_set1_epi32(255)); }
   static T fmsub(T a, T b, T c) { return _mm256_fmsub_ps(a, b, c); }  // a*b - c

@@ -63,6 +63,30 @@ struct V {
             : [u] "v"(u), [x] "m"(*reinterpret_cast<const int32_t*>(x)));
     return acc;
   }
+  // 16x16 transpose of r[16] (row i -> column i), in place: dense prefill builds
+  // k-major panels with it.
+  static constexpr bool kDensePanels = true;
+  static void transpose16(T* r) {
+    T t[16], u[16];
+    for (int i = 0; i < 8; ++i) {
+      t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+      t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; ++i) {
+      u[4 * i + 0] = _mm512_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0x44);
+      u[4 * i + 1] = _mm512_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0xEE);
+      u[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+      u[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+    }
+    for (int c = 0; c < 4; ++c) {
+      const T v = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x88), w = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xDD);
+      const T v2 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x88), w2 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xDD);
+      r[c] = _mm512_shuffle_f32x4(v, v2, 0x88);
+      r[8 + c] = _mm512_shuffle_f32x4(v, v2, 0xDD);
+      r[4 + c] = _mm512_shuffle_f32x4(w, w2, 0x88);
+      r[12 + c] = _mm512_shuffle_f32x4(w, w2, 0xDD);
+    }
+  }
   // Byte e of every 32-bit lane, zero-extended.
   static I byte_lane(I v, int e) { return _mm512_and_si512(_mm512_srli_epi32(v, 8 * e), _mm512_set1_epi32(255)); }
   static T fmsub(T a, T b, T c) { return _mm512_fmsub_ps(a, b, c); }  // a*b - c

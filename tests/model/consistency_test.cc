@@ -239,7 +239,11 @@ TEST(LongSequence, AcrossKvBlocks) {
   auto b = m.new_sequence();
   std::vector<float> got;
   int64_t t = 0;
-  for (int64_t chunk : {100, 100, 50}) {
+  // Chunks of >= 128 tokens take the same dense prefill kernel as the full prefill
+  // (ops kDensePanelMin): two fp32 kernels differ by ~1e-7, and this random tiny
+  // model routes some tokens by margins that small (a flip at token 142 of 316 with
+  // chunks of 100 moved the logits by 2e-3; every token before it agreed to 1e-6).
+  for (int64_t chunk : {128, 150}) {
     std::vector<int> part(ids.begin() + t, ids.begin() + t + chunk);
     std::vector<float> l = run(m, *b, part);
     got.insert(got.end(), l.begin(), l.end());
