@@ -8,6 +8,7 @@
 
 #include "chat/py_value.h"
 #include "chat/text_util.h"
+#include "util/py_escape.h"
 
 namespace qinfer::chat {
 
@@ -555,39 +556,8 @@ class LiteralReader {
         i_ += 2;
         continue;
       }
-      i_ += 2;
-      switch (e) {
-        case '\n': break;
-        case '\\': out += '\\'; break;
-        case '\'': out += '\''; break;
-        case '"': out += '"'; break;
-        case 'a': out += '\a'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
-        case 'v': out += '\v'; break;
-        case 'x':
-        case 'u':
-        case 'U': {
-          const size_t n = e == 'x' ? 2 : e == 'u' ? 4 : 8;
-          uint32_t cp;
-          if (!read_hex(s_, i_, n, cp) || cp > 0x10FFFF) throw Fail{};
-          i_ += n;
-          append_utf8(out, cp);
-          break;
-        }
-        default:
-          if (e >= '0' && e <= '7') {
-            uint32_t cp = uint32_t(e - '0');
-            for (int k = 0; k < 2 && i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '7'; ++k) cp = cp * 8 + uint32_t(s_[i_++] - '0');
-            append_utf8(out, cp);
-          } else {
-            out += '\\';  // unknown escapes stay as written
-            out += e;
-          }
-      }
+      ++i_;  // at the escape letter
+      if (py_decode_escape(s_, i_, out, append_utf8) != EscapeResult::kOk) throw Fail{};
     }
   }
 

@@ -6,6 +6,7 @@
 
 #include "jinja/py_string.h"
 #include "jinja/template_error.h"
+#include "util/py_escape.h"
 
 namespace qinfer::jinja {
 namespace {
@@ -319,47 +320,22 @@ class Lexer {
     out_.push_back(Token{Tok::String, unescape(raw), start_line, 0, 0});
   }
 
+  static void append_code_point(std::string& out, uint32_t cp) { out += py::encode(static_cast<char32_t>(cp)); }
+
   // Python "unicode-escape" decoding of a string literal body.
   std::string unescape(const std::string& s) {
     std::string out;
     for (size_t i = 0; i < s.size(); ++i) {
       char c = s[i];
       if (c != '\\' || i + 1 >= s.size()) { out += c; continue; }
-      char e = s[++i];
-      switch (e) {
-        case '\n': break;
-        case '\\': out += '\\'; break;
-        case '\'': out += '\''; break;
-        case '"': out += '"'; break;
-        case 'a': out += '\a'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
-        case 'v': out += '\v'; break;
-        case 'x': case 'u': case 'U': {
-          int n = e == 'x' ? 2 : e == 'u' ? 4 : 8;
-          std::string hex = i + n < s.size() ? s.substr(i + 1, n) : std::string();
-          if (static_cast<int>(hex.size()) != n ||
-              hex.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
-            fail(cat("truncated \\", e, " escape"));
-          unsigned long v = std::strtoul(hex.c_str(), nullptr, 16);
-          if (v > 0x10FFFF) fail("illegal Unicode character");
-          out += py::encode(static_cast<char32_t>(v));
-          i += n;
-          break;
-        }
-        default:
-          if (e >= '0' && e <= '7') {
-            int v = e - '0', k = 1;
-            while (k < 3 && i + 1 < s.size() && s[i + 1] >= '0' && s[i + 1] <= '7') { v = v * 8 + (s[++i] - '0'); ++k; }
-            out += py::encode(static_cast<char32_t>(v));
-          } else {
-            out += '\\';
-            out += e;
-          }
+      size_t j = i + 1;  // at the escape letter
+      const char e = s[j];
+      switch (py_decode_escape(s, j, out, append_code_point)) {
+        case EscapeResult::kOk: break;
+        case EscapeResult::kTruncated: fail(cat("truncated \\", e, " escape"));
+        case EscapeResult::kIllegal: fail("illegal Unicode character");
       }
+      i = j - 1;  // the loop steps past the escape
     }
     return out;
   }

@@ -1,0 +1,49 @@
+#include "util/py_escape.h"
+
+namespace qinfer {
+
+EscapeResult py_decode_escape(std::string_view s, size_t& i, std::string& out,
+                              void (*append_cp)(std::string& out, uint32_t cp)) {
+  const char e = s[i];
+  switch (e) {
+    case '\n': ++i; return EscapeResult::kOk;
+    case '\\': case '\'': case '"': out += e; ++i; return EscapeResult::kOk;
+    case 'a': out += '\a'; ++i; return EscapeResult::kOk;
+    case 'b': out += '\b'; ++i; return EscapeResult::kOk;
+    case 'f': out += '\f'; ++i; return EscapeResult::kOk;
+    case 'n': out += '\n'; ++i; return EscapeResult::kOk;
+    case 'r': out += '\r'; ++i; return EscapeResult::kOk;
+    case 't': out += '\t'; ++i; return EscapeResult::kOk;
+    case 'v': out += '\v'; ++i; return EscapeResult::kOk;
+    case 'x': case 'u': case 'U': {
+      const size_t n = e == 'x' ? 2 : e == 'u' ? 4 : 8;
+      if (i + 1 + n > s.size()) return EscapeResult::kTruncated;
+      uint32_t cp = 0;
+      for (size_t k = 1; k <= n; ++k) {
+        const char c = s[i + k];
+        const int h = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                      : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        if (h < 0) return EscapeResult::kTruncated;
+        cp = cp * 16 + static_cast<uint32_t>(h);
+      }
+      if (cp > 0x10FFFF) return EscapeResult::kIllegal;
+      append_cp(out, cp);
+      i += 1 + n;
+      return EscapeResult::kOk;
+    }
+    default:
+      if (e >= '0' && e <= '7') {
+        uint32_t cp = static_cast<uint32_t>(e - '0');
+        ++i;
+        for (int k = 0; k < 2 && i < s.size() && s[i] >= '0' && s[i] <= '7'; ++k) cp = cp * 8 + uint32_t(s[i++] - '0');
+        append_cp(out, cp);
+      } else {
+        out += '\\';
+        out += e;
+        ++i;
+      }
+      return EscapeResult::kOk;
+  }
+}
+
+}  // namespace qinfer

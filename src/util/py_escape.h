@@ -1,0 +1,21 @@
+// The backslash escapes of a (non-raw) Python string literal, shared by the
+// Jinja lexer (template string literals) and the chat module's Python-literal
+// parser (tool-call arguments): \\ \' \" \a \b \f \n \r \t \v, backslash-newline
+// (dropped), \ooo (1-3 octal digits), \xhh, \uhhhh, \Uhhhhhhhh. Unknown escapes
+// stay as written, backslash included, as Python keeps them.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace qinfer {
+
+enum class EscapeResult { kOk, kTruncated /* \x \u \U without enough hex digits */, kIllegal /* > U+10FFFF */ };
+
+// s[i] is the character after a backslash. Appends the decoded text to `out`
+// (code points through `append_cp`, so each caller keeps its own surrogate
+// policy) and moves i past the escape. On an error `out` and i are unchanged.
+EscapeResult py_decode_escape(std::string_view s, size_t& i, std::string& out,
+                              void (*append_cp)(std::string& out, uint32_t cp));
+
+}  // namespace qinfer
