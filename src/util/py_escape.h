@@ -10,6 +10,10 @@
 
 namespace qinfer {
 
+// Appends the UTF-8 of code point cp (a lone surrogate, which UTF-8 cannot hold,
+// becomes U+FFFD): the usual append_cp below.
+void append_utf8(std::string& out, uint32_t cp);
+
 enum class EscapeResult { kOk, kTruncated /* \x \u \U without enough hex digits */, kIllegal /* > U+10FFFF */ };
 
 // s[i] is the character after a backslash. Appends the decoded text to `out`

@@ -5,30 +5,12 @@
 namespace qinfer {
 namespace {
 
-void utf8(std::string& out, uint32_t cp) {  // enough for the code points below
-  if (cp < 0x80) {
-    out += char(cp);
-  } else if (cp < 0x800) {
-    out += char(0xC0 | (cp >> 6));
-    out += char(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += char(0xE0 | (cp >> 12));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  } else {
-    out += char(0xF0 | (cp >> 18));
-    out += char(0x80 | ((cp >> 12) & 0x3F));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  }
-}
-
 // Decodes one escape (s holds what follows the backslash); returns the text and
 // how many characters it consumed.
 std::pair<std::string, size_t> one(std::string_view s, EscapeResult want = EscapeResult::kOk) {
   std::string out;
   size_t i = 0;
-  EXPECT_EQ(py_decode_escape(s, i, out, utf8), want) << s;
+  EXPECT_EQ(py_decode_escape(s, i, out, append_utf8), want) << s;
   return {out, i};
 }
 
@@ -45,19 +27,20 @@ TEST(PyEscape, DecodesLikePython) {
   EXPECT_EQ(one("0"), std::make_pair(std::string(1, '\0'), size_t{1}));
   EXPECT_EQ(one("7777"), std::make_pair(std::string("\xc7\xbf"), size_t{3}));  // at most 3 digits: 0o777
   EXPECT_EQ(one("q"), std::make_pair(std::string("\\q"), size_t{1}));      // unknown: kept as written
+  EXPECT_EQ(one("ud800"), std::make_pair(std::string("\xef\xbf\xbd"), size_t{5}));  // lone surrogate -> U+FFFD
 }
 
 TEST(PyEscape, MalformedEscapesLeaveOutputAndPositionAlone) {
   for (const char* s : {"x4", "xg1", "u12", "U0001F60", "u12G4"}) {
     std::string out = "keep";
     size_t i = 0;
-    EXPECT_EQ(py_decode_escape(s, i, out, utf8), EscapeResult::kTruncated) << s;
+    EXPECT_EQ(py_decode_escape(s, i, out, append_utf8), EscapeResult::kTruncated) << s;
     EXPECT_EQ(out, "keep");
     EXPECT_EQ(i, 0u);
   }
   std::string out;
   size_t i = 0;
-  EXPECT_EQ(py_decode_escape("U00110000", i, out, utf8), EscapeResult::kIllegal);
+  EXPECT_EQ(py_decode_escape("U00110000", i, out, append_utf8), EscapeResult::kIllegal);
   EXPECT_EQ(i, 0u);
 }
 
