@@ -39,11 +39,13 @@ DenseMatrix dense_to_q8(const DenseMatrix& m);  // --dense int8
 // (matrix-vector) case. Accumulates in fp32 with fp32 activations.
 void matmul(const DenseMatrix& W, const float* X, int64_t n, float* Y);
 
-// GPTQ int4 (see gptq_pack.h). The activations are quantized per 32-column
-// block to 21-bit integers (error <= max|x| of the block / 4.2e6 per element,
-// i.e. fp32-level: the golden logits move by < 1e-5), then integer dot products
-// on the codes (VNNI vpdpbusd on AVX-512), scaled in fp32 per block. Every
-// path (scalar included) gives bit-identical results.
+// GPTQ int4 (see gptq_pack.h). Below 16 activation rows (decode) the
+// activations are quantized per 32-column block to 21-bit integers (error <=
+// max|x| of the block / 4.2e6 per element, i.e. fp32-level: the golden logits
+// move by < 1e-5), then integer dot products on the codes (VNNI vpdpbusd on
+// AVX-512), scaled in fp32 per block. From 16 rows on (prefill) each 16-row
+// tile is dequantized once to fp32 and multiplied with fp32 FMAs. Every path
+// (scalar included) gives bit-identical results.
 void matmul(const GptqMatrix& W, const float* X, int64_t n, float* Y);
 
 // Several products in one parallel pass (e.g. the experts of one MoE layer,

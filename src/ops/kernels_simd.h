@@ -4,13 +4,16 @@
 // header inside an anonymous namespace, so every instantiation stays local to
 // the translation unit compiled for its instruction set.
 //
-// Dense weights, two strategies:
-//  * n < kPrefillMin (decode): fused tiles read the typed weights directly,
-//    NR rows of W at a time against up to NX activation rows, fp32 FMA.
-//  * n >= kPrefillMin (prefill): 16 weight rows are widened to fp32 once into a
-//    per-thread scratch and reused by every activation row of a 64-row block.
-// GPTQ int4 weights: integer (VNNI-style) dot products on 16-row tiles for
-// every n, see below.
+// Dense weights:
+//  * n = 1 (decode): rows of <= 8 KiB read one after another (dense_row_seq),
+//    longer rows in 8-row tiles; n < kPrefillMin: NR x NX fused tiles.
+//  * kPrefillMin <= n < kDensePanelMin: 16 weight rows widened to fp32 once into
+//    a per-thread scratch, reused by every activation row of a 64-row block.
+//  * n >= kDensePanelMin (where V::kDensePanels): 16 rows transposed into a
+//    k-major fp32 panel, then a broadcast-FMA GEMM (q4_panel_rows).
+// GPTQ int4 weights: n < kQ4PanelMin integer (VNNI-style) dot products on
+// 16-row tiles; n >= kQ4PanelMin each tile dequantized once into the same fp32
+// panel form. See the sections below.
 // Not include-guarded on purpose (meant for exactly one inclusion per ISA file).
 
 #define QINFER_UNROLL _Pragma("GCC unroll 16")
