@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "chat/text_util.h"
+#include "util/py_escape.h"
 
 namespace qinfer::chat {
 
@@ -146,26 +147,7 @@ std::string py_int_of_double(double v) {
 
 void py_json_dump_string(std::string& out, std::string_view s) {
   out += '"';
-  for (char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += ch;
-        }
-    }
-  }
+  for (char ch : s) json_escape_byte(out, ch);
   out += '"';
 }
 

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "jinja/py_string.h"
 #include "jinja/template_error.h"
+#include "util/py_escape.h"
 
 namespace qinfer::jinja {
 namespace {
@@ -13,17 +15,10 @@ void dump_string(const std::string& s, bool ensure_ascii, std::string& out) {
   out += '"';
   char buf[16];
   for (char32_t c : py::decode(s)) {
-    switch (c) {
-      case '"': out += "\\\""; continue;
-      case '\\': out += "\\\\"; continue;
-      case '\n': out += "\\n"; continue;
-      case '\r': out += "\\r"; continue;
-      case '\t': out += "\\t"; continue;
-      case '\b': out += "\\b"; continue;
-      case '\f': out += "\\f"; continue;
-      default: break;
-    }
-    if (c < 0x20 || (ensure_ascii && c >= 0x7F)) {
+    // ensure_ascii escapes everything outside ' '..'~' (DEL included).
+    if (c < 0x7F || (c == 0x7F && !ensure_ascii)) {
+      json_escape_byte(out, static_cast<char>(c));
+    } else if (ensure_ascii) {
       if (c >= 0x10000) {
         char32_t v = c - 0x10000;
         std::snprintf(buf, sizeof buf, "\\u%04x\\u%04x", static_cast<unsigned>(0xD800 + (v >> 10)),

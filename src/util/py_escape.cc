@@ -1,5 +1,7 @@
 #include "util/py_escape.h"
 
+#include <cstdio>
+
 namespace qinfer {
 
 void append_utf8(std::string& out, uint32_t cp) {
@@ -62,6 +64,27 @@ EscapeResult py_decode_escape(std::string_view s, size_t& i, std::string& out,
         ++i;
       }
       return EscapeResult::kOk;
+  }
+}
+
+void json_escape_byte(std::string& out, char ch) {
+  switch (ch) {
+    case '"': out += "\\\""; return;
+    case '\\': out += "\\\\"; return;
+    case '\n': out += "\\n"; return;
+    case '\r': out += "\\r"; return;
+    case '\t': out += "\\t"; return;
+    case '\b': out += "\\b"; return;
+    case '\f': out += "\\f"; return;
+    default: break;
+  }
+  const auto c = static_cast<unsigned char>(ch);
+  if (c < 0x20) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "\\u%04x", c);
+    out += buf;
+  } else {
+    out += ch;
   }
 }
 

@@ -44,5 +44,11 @@ TEST(PyEscape, MalformedEscapesLeaveOutputAndPositionAlone) {
   EXPECT_EQ(i, 0u);
 }
 
+TEST(PyEscape, JsonEscapesBytesLikeJsonDumps) {
+  std::string out;
+  for (char c : std::string("a\"\\\n\r\t\b\f\x01\x1f \x7f~\xc3\xa9")) json_escape_byte(out, c);
+  EXPECT_EQ(out, "a\\\"\\\\\\n\\r\\t\\b\\f\\u0001\\u001f \x7f~\xc3\xa9");
+}
+
 }  // namespace
 }  // namespace qinfer
