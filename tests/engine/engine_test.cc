@@ -112,7 +112,12 @@ TEST(Engine, MaxNumSeqsBoundsAdmission) {
   FakeStats st;
   auto e = make_engine(&st, 3);
   std::vector<std::shared_ptr<RequestStream>> streams;
+  // All ten are queued before the first forward returns; otherwise a fast
+  // engine could finish each request before the next one arrives (seen once in
+  // CI: max_live 1).
+  st.close_gate();
   for (int i = 0; i < 10; ++i) streams.push_back(e->submit(prompt_of(i, 8), greedy(6)));
+  st.open_gate();
   for (auto& s : streams) {
     GenEvent ev;
     while (!s->finished()) s->take(ev, 0.1);
