@@ -24,7 +24,6 @@ struct V {
 
   static T zero() { return _mm256_setzero_ps(); }
   static T set1(float f) { return _mm256_set1_ps(f); }
-  static I iset1(int32_t i) { return _mm256_set1_epi32(i); }
   static T load(const float* p) { return _mm256_loadu_ps(p); }
   static void store(float* p, T v) { _mm256_storeu_ps(p, v); }
   static T fma(T a, T b, T c) { return _mm256_fmadd_ps(a, b, c); }

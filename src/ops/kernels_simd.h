@@ -227,7 +227,6 @@ void dense_rows(const DenseMatrix& W, const float* X, int64_t n, float* Y, int64
 
 constexpr int kTR = GptqMatrix::kTileRows;
 constexpr int kH = kTR / V::W;
-constexpr int64_t kQ4XBlock = 64;  // activation rows kept hot while tiles stream
 
 template <bool Half>
 inline typename V::T q4_tile_scales(const GptqMatrix& W, int64_t t, int64_t g, int h) {
@@ -343,16 +342,15 @@ inline void q4_tile(const GptqMatrix& W, int64_t t, const Q4Input& X, int64_t j0
 
 template <bool Half>
 void gptq_rows_t(const GptqMatrix& W, const Q4Input& X, float* Y, int64_t r0, int64_t r1) {
+  // Fewer than kQ4PanelMin activation rows (dispatch.cc sends more to the
+  // panels), so all of them stay in cache while the tiles stream.
   const int64_t n = X.n;
-  for (int64_t xb = 0; xb < n; xb += kQ4XBlock) {
-    const int64_t xe = std::min(n, xb + kQ4XBlock);
-    for (int64_t r = r0; r < r1; r += kTR) {
-      const int64_t t = r / kTR;
-      const int nr = static_cast<int>(std::min<int64_t>(kTR, r1 - r));
-      int64_t j = xb;
-      for (; j + V::Q4NX <= xe; j += V::Q4NX) q4_tile<Half, V::Q4NX>(W, t, X, j, Y, nr);
-      for (; j < xe; ++j) q4_tile<Half, 1>(W, t, X, j, Y, nr);
-    }
+  for (int64_t r = r0; r < r1; r += kTR) {
+    const int64_t t = r / kTR;
+    const int nr = static_cast<int>(std::min<int64_t>(kTR, r1 - r));
+    int64_t j = 0;
+    for (; j + V::Q4NX <= n; j += V::Q4NX) q4_tile<Half, V::Q4NX>(W, t, X, j, Y, nr);
+    for (; j < n; ++j) q4_tile<Half, 1>(W, t, X, j, Y, nr);
   }
 }
 
