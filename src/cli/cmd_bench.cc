@@ -109,7 +109,11 @@ int cmd_bench(int argc, char** argv) {
   if (decode_tokens <= 0) fail("--decode-tokens must be positive");
 
   log_info("measuring memory bandwidth ...");
-  ops::Bandwidth bw = ops::measure_bandwidth();
+  // The probe's buffer stays resident for the whole run (the decode rounds
+  // measure again in it); its size is subtracted from the peak resident figures.
+  const ops::BandwidthProbe probe;
+  const ops::Bandwidth bw = probe.measure();
+  const double probe_bytes = static_cast<double>(probe.resident_bytes());
   auto model = Model::load(a.get("model"), lo);
   const TextConfig& t = model->config().text;
   const auto& q = model->config().quant;
@@ -122,12 +126,14 @@ int cmd_bench(int argc, char** argv) {
   std::printf("bandwidth    triad %.1f GB/s, read %.1f GB/s\n", bw.triad_gbs, bw.read_gbs);
   std::printf("model        %s: %d layers, weights %.2f GB resident (dense %s)\n", a.get("model").c_str(),
               t.num_hidden_layers, model->weight_bytes() / 1e9, lo.dense_int8 ? "int8" : "bf16");
-  const double hwm_load = proc_status_bytes("VmHWM");
+  const double hwm_load = proc_status_bytes("VmHWM") - probe_bytes;
   std::printf("memory       after load: peak resident %.2f GB, now %.2f GB (anon %.2f, of it in huge pages %.2f; "
-              "file %.2f); weights %.2f GB\n",
-              hwm_load / 1e9, proc_status_bytes("VmRSS") / 1e9, proc_status_bytes("RssAnon") / 1e9,
-              proc_status_bytes("AnonHugePages", "/proc/self/smaps_rollup") / 1e9, proc_status_bytes("RssFile") / 1e9,
-              model->weight_bytes() / 1e9);
+              "file %.2f); weights %.2f GB; the probe's %.2f GB not counted\n",
+              hwm_load / 1e9, (proc_status_bytes("VmRSS") - probe_bytes) / 1e9,
+              (proc_status_bytes("RssAnon") - probe_bytes) / 1e9,
+              std::max(0.0, proc_status_bytes("AnonHugePages", "/proc/self/smaps_rollup") - probe_bytes) / 1e9,
+              proc_status_bytes("RssFile") / 1e9,
+              model->weight_bytes() / 1e9, probe_bytes / 1e9);
   std::printf("bytes/token  %.3f GB at context 0 (dense %.3f, experts %.3f, lm_head %.3f), +%.1f KB per context token\n",
               db.total(0) / 1e9, db.dense / 1e9, db.experts / 1e9, db.lm_head / 1e9, db.kv_per_token / 1e3);
 
@@ -182,7 +188,7 @@ int cmd_bench(int argc, char** argv) {
     std::vector<double> all, ratios;
     double probe_lo = 1e30, probe_hi = 0;
     for (int r = 0; r < rounds; ++r) {
-      const ops::Bandwidth bw_now = ops::measure_bandwidth(int64_t{64} << 20, 2);
+      const ops::Bandwidth bw_now = probe.measure(2, int64_t{64} << 20);
       const double g = std::max(bw_now.read_gbs, bw_now.triad_gbs);
       probe_lo = std::min(probe_lo, g);
       probe_hi = std::max(probe_hi, g);
@@ -214,10 +220,13 @@ int cmd_bench(int argc, char** argv) {
                               1.0 * t.linear_num_value_heads * t.linear_key_head_dim * t.linear_value_head_dim) *
                              sizeof(float);
   const double caches = db.kv_per_token * static_cast<double>(max_ctx) + state_bytes;
-  const double hwm = proc_status_bytes("VmHWM");
+  const double hwm = proc_status_bytes("VmHWM") - probe_bytes;
   const double base = model->weight_bytes() + caches;
   std::printf("memory       peak resident %.2f GB vs weights %.2f GB + caches %.2f GB = %.2f GB (%+.1f%%)\n", hwm / 1e9,
               model->weight_bytes() / 1e9, caches / 1e9, base / 1e9, 100.0 * (hwm - base) / base);
+  std::printf("memory       now %.2f GB (anon %.2f, file %.2f); the probe's %.2f GB not counted\n",
+              (proc_status_bytes("VmRSS") - probe_bytes) / 1e9, (proc_status_bytes("RssAnon") - probe_bytes) / 1e9,
+              proc_status_bytes("RssFile") / 1e9, probe_bytes / 1e9);
   return 0;
 }
 

@@ -22,6 +22,11 @@ constexpr size_t kAlign = 64;
 
 size_t round_up(size_t a, size_t b) { return (a + b - 1) / b * b; }
 
+size_t page_size() {
+  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return page;
+}
+
 struct Found {
   std::vector<Linear*> dense;            // dense matrices to copy
   std::vector<ops::GptqMatrix*> gptq;    // packed GPTQ matrices to move
@@ -45,7 +50,7 @@ void collect_layer(LayerWeights& l, Found& out) {
 }  // namespace
 
 void drop_pages(const void* p, size_t n) {
-  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t page = page_size();
   const uintptr_t a = round_up(reinterpret_cast<uintptr_t>(p), page);
   const uintptr_t b = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
   if (b > a) madvise(reinterpret_cast<void*>(a), b - a, MADV_DONTNEED);
@@ -82,22 +87,38 @@ void make_resident(ModelWeights& w) {
   }
   w.resident = std::make_unique<ResidentBlock>(offset.back());
   unsigned char* base = w.resident->data();
-  // In batches, each followed by malloc_trim: the freed heap copies go back to
-  // the system as the block fills, so the peak stays near one copy of the weights.
+  // The packed experts first, in batches each followed by malloc_trim: the freed
+  // heap copies go back to the system as the block fills. Then the dense
+  // matrices, in chunks whose source pages are dropped as soon as they are
+  // copied (a 1 GB lm_head copied whole would be resident twice for a moment).
+  // The peak stays near one copy of the weights.
+  std::vector<size_t> order(total);
+  for (size_t i = 0; i < total; ++i) order[i] = i < packed.size() ? nd + i : i - packed.size();
+  constexpr size_t kChunk = size_t{16} << 20;
   constexpr int64_t kBatch = 128;
   for (int64_t b0 = 0; b0 < static_cast<int64_t>(total); b0 += kBatch) {
     const int64_t b1 = std::min<int64_t>(static_cast<int64_t>(total), b0 + kBatch);
     parallel_for(b1 - b0, 1, [&](int64_t i0, int64_t i1, int) {
-      for (int64_t i = b0 + i0; i < b0 + i1; ++i) {
-        if (static_cast<size_t>(i) >= nd) {
+      for (int64_t j = b0 + i0; j < b0 + i1; ++j) {
+        const size_t i = order[static_cast<size_t>(j)];
+        if (i >= nd) {
           packed[i - nd]->move_storage(base + offset[i]);
           continue;
         }
         ops::DenseMatrix& d = mats[i]->dense;
         const size_t n = static_cast<size_t>(d.rows * d.cols) * (d.type == ops::WType::Q8 ? 1 : d.type == ops::WType::F32 ? 4 : 2);
-        std::memcpy(base + offset[i], d.weights(), n);
-        if (d.owned.empty()) drop_pages(d.data, n);
-        else std::vector<uint8_t>().swap(d.owned);   // an int8 re-encoding: free the heap copy
+        const auto* src = static_cast<const unsigned char*>(d.weights());
+        for (size_t at = 0; at < n; at += kChunk) {
+          const size_t len = std::min(kChunk, n - at);
+          std::memcpy(base + offset[i] + at, src + at, len);
+          // The pages now wholly copied: from the one holding byte `at` (its
+          // first part was copied with the last chunk) to the last whole one.
+          if (d.owned.empty()) {
+            const size_t back = at == 0 ? 0 : reinterpret_cast<uintptr_t>(src + at) % page_size();
+            drop_pages(src + at - back, len + back);
+          }
+        }
+        if (!d.owned.empty()) std::vector<uint8_t>().swap(d.owned);   // an int8 re-encoding: free the heap copy
         d.data = base + offset[i];
       }
     });

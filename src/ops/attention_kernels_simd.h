@@ -23,7 +23,7 @@ inline void attn_scores(const float* qp, int64_t ni, int64_t hdl, int64_t hdp, c
   for (int64_t j0 = 0; j0 < nkeys; j0 += NK) {
     if (pf)
       for (int r = 0; r < NK; ++r)
-        for (int64_t d = 0; d < hdl; d += 16) _mm_prefetch(reinterpret_cast<const char*>(pf + (j0 + r) * pfs + d), _MM_HINT_T0);
+        for (int64_t d = 0; d < hdl; d += 16) _mm_prefetch(reinterpret_cast<const char*>(pf + (j0 + r) * pfs + d), _MM_HINT_T1);
     for (int64_t i0 = 0; i0 < ni; i0 += 4) {
       V::T acc[4][NK];
       QSEQ_UNROLL
@@ -47,17 +47,21 @@ inline void attn_scores(const float* qp, int64_t ni, int64_t hdl, int64_t hdp, c
 }
 
 // acc[i][c0 + c*W ...] += Σ_j p[i][j] v_j[...] for c < PC vectors, items i < ni.
+// pf (or null): rows with the stride pfs, one prefetched per key (the next key block).
 template <int PC>
 inline void attn_pv(const float* p, int64_t ni, const float* vp, int64_t vs, int64_t nkeys, int64_t c0, float* acc,
-                    int64_t hdp) {
+                    int64_t hdp, const float* pf, int64_t pfs, int64_t pfl) {
   constexpr int PI = V::PI;
   for (int64_t i0 = 0; i0 < ni; i0 += PI) {
+    const float* pfi = i0 == 0 ? pf : nullptr;
     V::T a[PI][PC];
     QSEQ_UNROLL
     for (int i = 0; i < PI; ++i)
       QSEQ_UNROLL
       for (int c = 0; c < PC; ++c) a[i][c] = V::load(acc + (i0 + i) * hdp + c0 + c * V::W);
     for (int64_t j = 0; j < nkeys; ++j) {
+      if (pfi)
+        for (int64_t d = 0; d < pfl; d += 16) _mm_prefetch(reinterpret_cast<const char*>(pfi + j * pfs + d), _MM_HINT_T1);
       V::T vv[PC];
       QSEQ_UNROLL
       for (int c = 0; c < PC; ++c) vv[c] = V::load(vp + j * vs + c0 + c * V::W);
@@ -136,7 +140,13 @@ void attend_simd(const AttentionShape& s, const AttentionSeq& seq, int64_t t0, i
       kp = kbuf, ks = hdp, vp = vbuf, vs = hdp;
     }
     const bool direct = kp != kbuf;
-    attn_scores(qp, ni, hdl, hdp, kp, ks, nbp, sc, direct ? vp : nullptr, vs);
+    // The next block's rows are fetched while this one is worked on: its keys
+    // during the scores, its values during p·V.
+    const bool next = direct && kb + 2 * kKB <= kmax && block_contiguous(seq.k, kb + kKB) &&
+                      block_contiguous(seq.v, kb + kKB);
+    const float* nk = next ? seq.k.row(kb + kKB) + off : nullptr;
+    const float* nv = next ? seq.v.row(kb + kKB) + off : nullptr;
+    attn_scores(qp, ni, hdl, hdp, kp, ks, nbp, sc, nk, ks);
 
     // Online softmax: scores -> weights in place, running max / sum / rescaled acc.
     for (int64_t i = 0; i < ni; ++i) {
@@ -168,15 +178,10 @@ void attend_simd(const AttentionShape& s, const AttentionSeq& seq, int64_t t0, i
       mx[i] = m;
     }
 
-    // The next key block, while p·V works from cache.
-    if (direct && kb + 2 * kKB <= kmax && block_contiguous(seq.k, kb + kKB)) {
-      const float* nk = seq.k.row(kb + kKB) + off;
-      for (int64_t j = 0; j < kKB; ++j)
-        for (int64_t d = 0; d < hdl; d += 16) _mm_prefetch(reinterpret_cast<const char*>(nk + j * ks + d), _MM_HINT_T1);
-    }
     int64_t c0 = 0;
-    for (; c0 + 4 * V::W <= hdl; c0 += 4 * V::W) attn_pv<4>(sc, ni, vp, vs, nbp, c0, acc, hdp);
-    for (; c0 < hdl; c0 += V::W) attn_pv<1>(sc, ni, vp, vs, nbp, c0, acc, hdp);
+    for (; c0 + 4 * V::W <= hdl; c0 += 4 * V::W)
+      attn_pv<4>(sc, ni, vp, vs, nbp, c0, acc, hdp, nv ? nv + c0 : nullptr, vs, 4 * V::W);
+    for (; c0 < hdl; c0 += V::W) attn_pv<1>(sc, ni, vp, vs, nbp, c0, acc, hdp, nv ? nv + c0 : nullptr, vs, V::W);
   }
 
   for (int64_t i = 0; i < items; ++i) {

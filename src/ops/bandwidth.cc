@@ -24,23 +24,36 @@ constexpr int64_t kUnit = 1024;
 
 }  // namespace
 
-Bandwidth measure_bandwidth(int64_t bytes_per_array, int repeats) {
-  if (bytes_per_array < (int64_t{1} << 20)) fail("measure_bandwidth: bytes_per_array must be at least 1 MiB");
-  if (repeats < 1) fail("measure_bandwidth: repeats must be at least 1");
-  const int64_t units = bytes_per_array / 4 / kUnit, n = units * kUnit;
+BandwidthProbe::BandwidthProbe(int64_t bytes_per_array) {
+  if (bytes_per_array < (int64_t{1} << 20)) fail("bandwidth probe: bytes_per_array must be at least 1 MiB");
+  const int64_t units = bytes_per_array / 4 / kUnit;
+  n_ = units * kUnit;
   // In transparent huge pages, like the model's resident weights (4 KiB pages
   // read measurably slower, which would flatter the decode figures).
   constexpr size_t kHuge = size_t{2} << 20;
-  const size_t bytes = (static_cast<size_t>(3 * n) * 4 + kHuge - 1) / kHuge * kHuge;
-  std::unique_ptr<float, decltype(&std::free)> a(static_cast<float*>(std::aligned_alloc(kHuge, bytes)), &std::free);
-  if (!a) fail("measure_bandwidth: out of memory for ", bytes, " bytes");
-  madvise(a.get(), bytes, MADV_HUGEPAGE);
-  float *pa = a.get(), *pb = pa + n, *pc = pb + n;
-  ThreadPool& pool = ThreadPool::global();
+  bytes_ = (static_cast<size_t>(3 * n_) * 4 + kHuge - 1) / kHuge * kHuge;
+  data_ = static_cast<float*>(std::aligned_alloc(kHuge, bytes_));
+  if (!data_) fail("bandwidth probe: out of memory for ", bytes_, " bytes");
+  madvise(data_, bytes_, MADV_HUGEPAGE);
+  float *pa = data_, *pb = pa + n_, *pc = pb + n_;
   // First touch from the threads that will use each part.
-  pool.parallel_for(units, 1, [&](int64_t b, int64_t e, int) {
+  ThreadPool::global().parallel_for(units, 1, [&](int64_t b, int64_t e, int) {
     for (int64_t i = b * kUnit; i < e * kUnit; ++i) { pa[i] = 0; pb[i] = 1; pc[i] = 2; }
   });
+}
+
+BandwidthProbe::~BandwidthProbe() { std::free(data_); }
+
+Bandwidth BandwidthProbe::measure(int repeats, int64_t bytes_per_array) const {
+  if (repeats < 1) fail("bandwidth probe: repeats must be at least 1");
+  if (bytes_per_array != 0 && bytes_per_array < (int64_t{1} << 20))
+    fail("bandwidth probe: bytes_per_array must be at least 1 MiB");
+  const int64_t units = bytes_per_array == 0 ? n_ / kUnit : std::min(n_, bytes_per_array / 4) / kUnit;
+  const int64_t n = units * kUnit;
+  // The three arrays a, b, c sit n_ apart; a pass over fewer bytes uses the
+  // start of each, and the read test reads those three runs.
+  float *pa = data_, *pb = pa + n_, *pc = pb + n_;
+  ThreadPool& pool = ThreadPool::global();
   Bandwidth r;
   r.threads = pool.size();
   r.bytes_per_array = n * 4;
@@ -57,11 +70,14 @@ Bandwidth measure_bandwidth(int64_t bytes_per_array, int repeats) {
     t0 = now_s();
     pool.parallel_for(3 * units, 1, [&](int64_t b, int64_t e, int t) {
       __m128 s0 = _mm_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-      for (int64_t i = b * kUnit; i < e * kUnit; i += 16) {  // one 64-byte line per step
-        s0 = _mm_add_ps(s0, _mm_load_ps(pa + i));
-        s1 = _mm_add_ps(s1, _mm_load_ps(pa + i + 4));
-        s2 = _mm_add_ps(s2, _mm_load_ps(pa + i + 8));
-        s3 = _mm_add_ps(s3, _mm_load_ps(pa + i + 12));
+      for (int64_t u = b; u < e; ++u) {
+        const float* p = data_ + (u / units) * n_ + (u % units) * kUnit;   // unit u of the three runs
+        for (int64_t i = 0; i < kUnit; i += 16) {  // one 64-byte line per step
+          s0 = _mm_add_ps(s0, _mm_load_ps(p + i));
+          s1 = _mm_add_ps(s1, _mm_load_ps(p + i + 4));
+          s2 = _mm_add_ps(s2, _mm_load_ps(p + i + 8));
+          s3 = _mm_add_ps(s3, _mm_load_ps(p + i + 12));
+        }
       }
       alignas(16) float v[4];
       _mm_store_ps(v, _mm_add_ps(_mm_add_ps(s0, s1), _mm_add_ps(s2, s3)));
@@ -72,6 +88,10 @@ Bandwidth measure_bandwidth(int64_t bytes_per_array, int repeats) {
   r.triad_gbs = 3.0 * n * 4 / best_triad / 1e9;
   r.read_gbs = 3.0 * n * 4 / best_read / 1e9;
   return r;
+}
+
+Bandwidth measure_bandwidth(int64_t bytes_per_array, int repeats) {
+  return BandwidthProbe(bytes_per_array).measure(repeats);
 }
 
 }  // namespace qinfer::ops

@@ -11,6 +11,7 @@
 #include "golden.h"
 #include "io/checkpoint.h"
 #include "io/dtype.h"
+#include "io/synthetic_checkpoint.h"
 #include "util/error.h"
 
 namespace qinfer::test {
@@ -316,6 +317,37 @@ TEST(Loader, BrokenCheckpointsNameTheTensor) {
     e.t.erase("lm_head.weight");
     expect_load_error(e.write("no_lm_head"), {"lm_head.weight"});
   }
+}
+
+// The huge-page copy of the dense weights (model/resident.h) is made in 16 MiB
+// chunks whose source pages are dropped as they are copied: an lm_head of
+// 38 MB (three chunks, the last one partial, at an arbitrary file offset) must
+// come out identical to the mapped checkpoint, so the logits match bit for bit.
+TEST(Loader, ResidentCopyEqualsMappedWeights) {
+  SynthOptions so;
+  so.layers = 4;
+  so.hidden = 64;
+  so.vocab = 300001;
+  so.experts = 4, so.experts_per_tok = 2;
+  so.moe_intermediate = 32, so.shared_intermediate = 32;
+  so.heads = 2, so.kv_heads = 1, so.head_dim = 32;
+  so.linear_key_heads = 2, so.linear_value_heads = 2, so.linear_key_dim = 32, so.linear_value_dim = 32;
+  so.max_position_embeddings = 4096;
+  const std::string dir = (fs::temp_directory_path() / "qinfer_model_test_resident").string();
+  fs::remove_all(dir);
+  write_synthetic_checkpoint(dir, so);
+  LoadOptions o;
+  o.threads = 2;
+  o.resident_dense = true;
+  auto resident = Model::load(dir, o);
+  o.resident_dense = false;
+  auto mapped = Model::load(dir, o);
+  const std::vector<int> ids = {5, 300000, 17, 123456, 299999};
+  auto a = resident->new_sequence(), b = mapped->new_sequence();
+  const std::vector<float> la = run(*resident, *a, ids), lb = run(*mapped, *b, ids);
+  ASSERT_EQ(la.size(), lb.size());
+  EXPECT_EQ(0, std::memcmp(la.data(), lb.data(), la.size() * sizeof(float)));
+  fs::remove_all(dir);
 }
 
 TEST(Loader, MtpLoadedOnRequestAndStateShapes) {
