@@ -123,6 +123,56 @@ void bm_int4(benchmark::State& st, std::string path, int64_t rows, int64_t cols,
   set_kernel_path("");
 }
 
+// Decode's expert traffic: `per_call` experts (n = 1) per call, taken in turn
+// from a pool of `pool` matrices far larger than cache, moved into transparent
+// huge pages like the model's resident experts (model/resident.h). Each call
+// reads its experts from memory, as a decode step does.
+void bm_int4_pool(benchmark::State& st, std::string path, int64_t rows, int64_t cols, int pool, int per_call) {
+  set_kernel_path(path.c_str());
+  static std::vector<std::unique_ptr<GptqMatrix>> mats;
+  static unsigned char* block = nullptr;
+  if (static_cast<int>(mats.size()) != pool) {
+    mats.clear();
+    size_t total = 0;
+    for (int e = 0; e < pool; ++e) {
+      std::mt19937 rng(1000 + e);
+      const int gs = 32;
+      std::vector<uint8_t> q(rows * cols), z(rows * (cols / gs), 8);
+      std::vector<float> sc(rows * (cols / gs), 1.0f / 128);
+      for (auto& c : q) c = rng() & 15;
+      mats.push_back(gptq_pack({rows, cols, gs, q.data(), sc.data(), z.data(), nullptr}));
+      total += (static_cast<size_t>(mats.back()->bytes()) + 4 * 64 + 63) / 64 * 64;
+    }
+    constexpr size_t kHuge = size_t{2} << 20;
+    total = (total + kHuge - 1) / kHuge * kHuge;
+    block = static_cast<unsigned char*>(std::aligned_alloc(kHuge, total));   // kept for the process
+    madvise(block, total, MADV_HUGEPAGE);
+    unsigned char* at = block;
+    for (auto& m : mats) {
+      const size_t b = (static_cast<size_t>(m->bytes()) + 4 * 64 + 63) / 64 * 64;
+      m->move_storage(at);
+      at += b;
+    }
+  }
+  auto x = activations(1, cols);
+  std::vector<std::vector<float>> ys(per_call, std::vector<float>(rows));
+  std::vector<BatchProduct> items(per_call);
+  double bytes = 0;
+  int next = 0;
+  for (auto _ : st) {
+    for (int e = 0; e < per_call; ++e) {
+      const GptqMatrix& m = *mats[(next + e) % pool];
+      items[e] = {&m, nullptr, x.data(), 1, ys[e].data()};
+      bytes += m.bytes();
+    }
+    next = (next + per_call) % pool;
+    matmul_batch(items.data(), items.size());
+    benchmark::DoNotOptimize(ys[0].data());
+  }
+  st.counters["GB"] = benchmark::Counter(bytes / 1e9, benchmark::Counter::kIsRate);
+  set_kernel_path("");
+}
+
 // Load-time cost of repacking one expert matrix (the model has 30,720 of them).
 void bm_gptq_pack(benchmark::State& st) {
   const int64_t rows = 512, cols = 2048, gs = 32;
@@ -170,6 +220,9 @@ int register_all() {
     int4("int4_matvec_expert_512x2048", 512, 2048, 1, 1);
     int4("int4_matvec_8experts_512x2048", 512, 2048, 1, 8);
     int4("int4_matvec_64experts_512x2048", 512, 2048, 1, 64);
+    if (fast)
+      benchmark::RegisterBenchmark(("int4_matvec_8of256experts_1024x2048/" + p).c_str(), bm_int4_pool, p, 1024, 2048,
+                                   256, 8)->Unit(benchmark::kMicrosecond)->UseRealTime();
     if (fast) {
       dense("bf16_matmul_2048x8192_n64", WType::BF16, 8192, 2048, 64);
       dense("bf16_matmul_2048x8192_n512", WType::BF16, 8192, 2048, 512);
