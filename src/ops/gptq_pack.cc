@@ -140,6 +140,13 @@ std::unique_ptr<GptqMatrix> gptq_pack(const GptqCanonical& c) {
       m->zero_[pidx(r, g)] = c.zero[i];
       if (half) half = f16_exact(c.scale[i], &m->scale_h_[pidx(r, g)]);
     }
+  // One zero point for all (symmetric quantization): not stored, not read.
+  bool uniform = rows > 0 && groups > 0;
+  for (int64_t i = 1; uniform && i < rows * groups; ++i) uniform = c.zero[i] == c.zero[0];
+  if (uniform) {
+    m->uzero_ = c.zero[0];
+    m->zero_ = {};
+  }
   if (!half) {
     m->scale_h_ = {};
     m->scale_f_.assign(tiles * groups * TR, 0.0f);

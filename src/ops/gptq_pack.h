@@ -45,7 +45,7 @@ class GptqMatrix {
 
   int64_t rows() const { return rows_; }
   int64_t cols() const { return cols_; }
-  // Bytes the kernels stream per product (codes + scales + zeros).
+  // Bytes the kernels stream per product (codes + scales + zeros, if stored).
   int64_t bytes() const;
 
   // Packed columns (>= cols, multiple of kBlock) and groups.
@@ -65,9 +65,14 @@ class GptqMatrix {
   // Tile t, group g: kTileRows scales and kTileRows zero points.
   const uint16_t* tile_scales_f16(int64_t t, int64_t g) const { return scale_h_p_ + (t * groups_ + g) * kTileRows; }
   const float* tile_scales_f32(int64_t t, int64_t g) const { return scale_f_p_ + (t * groups_ + g) * kTileRows; }
+  // The zero point every (row, group) shares (symmetric GPTQ: 8), or -1; when
+  // there is one, no zeros are stored and tile_zeros must not be called.
+  int uniform_zero() const { return uzero_; }
   const uint8_t* tile_zeros(int64_t t, int64_t g) const { return zero_p_ + (t * groups_ + g) * kTileRows; }
   float scale(int64_t r, int64_t g) const;  // either storage
-  int zero(int64_t r, int64_t g) const { return tile_zeros(r / kTileRows, g)[r % kTileRows]; }
+  int zero(int64_t r, int64_t g) const {
+    return uzero_ >= 0 ? uzero_ : tile_zeros(r / kTileRows, g)[r % kTileRows];
+  }
   // The 4-bit code of row r at packed column p (scalar access, for the
   // reference kernel and tests).
   int code(int64_t r, int64_t p) const;
@@ -91,7 +96,8 @@ class GptqMatrix {
   std::vector<uint8_t> codes_;  // [tiles][blocks][kTileBlockBytes]
   std::vector<uint16_t> scale_h_;  // [tiles][groups][kTileRows] fp16 bits, or empty
   std::vector<float> scale_f_;     // [tiles][groups][kTileRows] when scale_h_ is empty
-  std::vector<uint8_t> zero_;      // [tiles][groups][kTileRows]
+  std::vector<uint8_t> zero_;      // [tiles][groups][kTileRows], empty when uzero_ >= 0
+  int uzero_ = -1;
   // What the kernels read: the vectors above, or memory given to move_storage.
   const uint8_t* codes_p_ = nullptr;
   const uint16_t* scale_h_p_ = nullptr;

@@ -247,9 +247,11 @@ template <bool Half>
 struct Q4Group {
   typename V::T s[kH], z[kH];
   int64_t g = -1;
-  Q4Group() {
+  const bool stored_zeros;
+  explicit Q4Group(const GptqMatrix& W) : stored_zeros(W.uniform_zero() < 0) {
+    const typename V::T z0 = V::set1(stored_zeros ? 0.0f : static_cast<float>(W.uniform_zero()));
     QINFER_UNROLL
-    for (int h = 0; h < kH; ++h) s[h] = z[h] = V::zero();
+    for (int h = 0; h < kH; ++h) s[h] = V::zero(), z[h] = z0;
   }
   // Loads the group of block b when it is not the current one; true if it did.
   bool at(const GptqMatrix& W, int64_t t, int64_t b) {
@@ -259,7 +261,7 @@ struct Q4Group {
     QINFER_UNROLL
     for (int h = 0; h < kH; ++h) {
       s[h] = q4_tile_scales<Half>(W, t, g, h);
-      z[h] = V::load_u8(W.tile_zeros(t, g) + h * V::W);
+      if (stored_zeros) z[h] = V::load_u8(W.tile_zeros(t, g) + h * V::W);
     }
     return true;
   }
@@ -295,7 +297,7 @@ inline void q4_tile(const GptqMatrix& W, int64_t t, const Q4Input& X, int64_t j0
     for (int h = 0; h < kH; ++h) accf[j][h] = V::zero();
   }
   const uint8_t* codes = W.tile_codes(t);
-  Q4Group<Half> grp;
+  Q4Group<Half> grp(W);
   const T* sw = grp.s;
   const T* zf = grp.z;
   // Prefetch addresses (hints only: they may run past the arrays' ends).
@@ -304,7 +306,7 @@ inline void q4_tile(const GptqMatrix& W, int64_t t, const Q4Input& X, int64_t j0
   const char* sp = Half ? reinterpret_cast<const char*>(W.tile_scales_f16(t, 0))
                         : reinterpret_cast<const char*>(W.tile_scales_f32(t, 0));
   const int64_t spb = (Half ? 2 : 4) * kTR / kBpg;   // scale bytes per block
-  const char* zp = reinterpret_cast<const char*>(W.tile_zeros(t, 0));
+  const char* zp = grp.stored_zeros ? reinterpret_cast<const char*>(W.tile_zeros(t, 0)) : nullptr;
   for (int64_t b = 0; b < nb; ++b) {
     grp.at(W, t, b);
     // S accumulators per level: with few vectors in flight the chains of
@@ -322,7 +324,7 @@ inline void q4_tile(const GptqMatrix& W, int64_t t, const Q4Input& X, int64_t j0
     QINFER_UNROLL
     for (int ch = 0; ch < 4; ++ch) _mm_prefetch(cb0 + b * GptqMatrix::kTileBlockBytes + kQ4Prefetch + 64 * ch, _MM_HINT_T0);
     _mm_prefetch(sp + b * spb + kQ4Prefetch / 8, _MM_HINT_T0);
-    _mm_prefetch(zp + b * kTR / kBpg + kQ4Prefetch / 16, _MM_HINT_T0);
+    if (zp) _mm_prefetch(zp + b * kTR / kBpg + kQ4Prefetch / 16, _MM_HINT_T0);
     QINFER_UNROLL
     for (int ch = 0; ch < 4; ++ch)
       QINFER_UNROLL
@@ -398,7 +400,7 @@ inline void q4_tile_panel(const GptqMatrix& W, int64_t t, float* panel) {
   using T = typename V::T;
   using I = typename V::I;
   const uint8_t* codes = W.tile_codes(t);
-  Q4Group<Half> grp;
+  Q4Group<Half> grp(W);
   const T* sw = grp.s;
   T sz[kH];
   QINFER_UNROLL

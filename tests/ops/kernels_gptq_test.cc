@@ -251,12 +251,20 @@ TEST(GptqKernels, LayoutAndSize) {
   EXPECT_EQ(m->groups(), 8);
   EXPECT_FALSE(m->half_scales());
   EXPECT_EQ(m->tiles(), 1);
-  EXPECT_EQ(m->bytes(), 16 * 128 + 16 * 8 * (4 + 1));  // one 16-row tile: codes, fp32 scales, zero bytes
+  EXPECT_EQ(m->uniform_zero(), 8);                      // symmetric: no zero points stored
+  EXPECT_EQ(m->zero(3, 7), 8);
+  EXPECT_EQ(m->bytes(), 16 * 128 + 16 * 8 * 4);         // one 16-row tile: codes, fp32 scales
+  Canon asym = make_canon(4, 256, 32, false, GIdx::None, rng);
+  asym.zero[5] = asym.zero[0] == 3 ? 4 : 3;            // certainly not all equal
+  auto ma = gptq_pack(asym.view());
+  EXPECT_EQ(ma->uniform_zero(), -1);
+  EXPECT_EQ(ma->zero(0, 5), asym.zero[5]);
+  EXPECT_EQ(ma->bytes(), 16 * 128 + 16 * 8 * (4 + 1));  // + a zero byte per (row, group)
   Canon half = make_canon(4, 256, 32, true, GIdx::None, rng, true);
   half.scale[0] = 3 * std::ldexp(1.0f, -20);  // an fp16 subnormal is still exact
   auto mh = gptq_pack(half.view());
   EXPECT_TRUE(mh->half_scales());
-  EXPECT_EQ(mh->bytes(), 16 * 128 + 16 * 8 * (2 + 1));
+  EXPECT_EQ(mh->bytes(), 16 * 128 + 16 * 8 * 2);
   EXPECT_EQ(mh->scale(0, 0), half.scale[0]);
   EXPECT_EQ(mh->scale(3, 7), half.scale[3 * 8 + 7]);
   Canon odd = make_canon(4, 72, 24, true, GIdx::None, rng);
