@@ -1,20 +1,50 @@
 #include "model/sequence_state.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 
 namespace qinfer {
 
+namespace {
+constexpr size_t kHuge = size_t{2} << 20;
+// Caches whose block pair (keys + values) is at least this large use huge-page
+// chunks (the real model: 1 MiB pairs, two per chunk; the test fixtures: 128 KiB).
+constexpr size_t kHugeMinPair = size_t{128} << 10;
+}  // namespace
+
+void KvCache::Free::operator()(void* p) const { std::free(p); }
+
 void KvCache::reserve(int64_t tokens) {
+  const size_t block = static_cast<size_t>(kBlockTokens * width_) * sizeof(float), pair = 2 * block;
   while (capacity() < tokens) {
-    k_.emplace_back(new float[kBlockTokens * width_]());
-    v_.emplace_back(new float[kBlockTokens * width_]());
+    if (chunks_.empty() || chunk_size_ - chunk_used_ < pair) {
+      const bool huge = pair >= kHugeMinPair;
+      const size_t size = huge ? (pair + kHuge - 1) / kHuge * kHuge : pair;
+      void* p = std::aligned_alloc(huge ? kHuge : 64, size);
+      if (!p) throw std::bad_alloc();
+      if (huge) madvise(p, size, MADV_HUGEPAGE);   // advice only; ignored where THP is off
+      chunks_.emplace_back(p);
+      chunk_size_ = size;
+      chunk_used_ = 0;
+      bytes_ += size;
+    }
+    auto* at = static_cast<unsigned char*>(chunks_.back().get()) + chunk_used_;
+    std::memset(at, 0, pair);
+    k_.push_back(reinterpret_cast<float*>(at));
+    v_.push_back(reinterpret_cast<float*>(at + block));
+    chunk_used_ += pair;
   }
 }
 
 void KvCache::clear() {
   k_.clear();
   v_.clear();
+  chunks_.clear();
+  chunk_size_ = chunk_used_ = bytes_ = 0;
 }
 
 void KvCache::copy_from(const KvCache& o, int64_t tokens) {
@@ -22,8 +52,8 @@ void KvCache::copy_from(const KvCache& o, int64_t tokens) {
   clear();
   reserve(tokens);
   for (size_t b = 0; b < k_.size(); ++b) {
-    std::memcpy(k_[b].get(), o.k_[b].get(), kBlockTokens * width_ * sizeof(float));
-    std::memcpy(v_[b].get(), o.v_[b].get(), kBlockTokens * width_ * sizeof(float));
+    std::memcpy(k_[b], o.k_[b], kBlockTokens * width_ * sizeof(float));
+    std::memcpy(v_[b], o.v_[b], kBlockTokens * width_ * sizeof(float));
   }
 }
 

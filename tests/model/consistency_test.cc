@@ -227,6 +227,39 @@ TEST(KvCache, BlocksGrowAndKeepRows) {
   EXPECT_EQ(c.capacity(), 0);
 }
 
+// The real model's width (2 kv heads x 256): blocks of 1 MiB key/value pairs,
+// two per 2 MiB huge-page chunk, rows zero until written, kept across growth.
+TEST(KvCache, LargeCachesUseHugePageChunks) {
+  const int64_t W = 512, n = 2 * KvCache::kBlockTokens + 17;
+  KvCache c(W);
+  c.reserve(n);
+  EXPECT_EQ(c.capacity(), 3 * KvCache::kBlockTokens);
+  EXPECT_EQ(c.bytes(), size_t{4} << 20);                       // two chunks, the second half used
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(c.k(0)) % (size_t{2} << 20), 0u);
+  EXPECT_EQ(c.v(0), c.k(0) + KvCache::kBlockTokens * W);         // a block pair lies together
+  EXPECT_EQ(c.k(KvCache::kBlockTokens), c.v(0) + KvCache::kBlockTokens * W);
+  EXPECT_EQ(c.k(n - 1)[W - 1], 0.0f);
+  for (int64_t p = 0; p < n; ++p) {
+    c.k(p)[p % W] = static_cast<float>(p);
+    c.v(p)[(p * 7) % W] = -static_cast<float>(p);
+  }
+  c.reserve(5 * KvCache::kBlockTokens);                          // grows into the half-used chunk, then a new one
+  EXPECT_EQ(c.bytes(), size_t{6} << 20);
+  EXPECT_EQ(c.k(4 * KvCache::kBlockTokens)[3], 0.0f);
+  KvCache d;
+  d.copy_from(c, n);
+  for (int64_t p = 0; p < n; ++p) {
+    ASSERT_EQ(c.k(p)[p % W], static_cast<float>(p));
+    ASSERT_EQ(c.v(p)[(p * 7) % W], -static_cast<float>(p));
+    ASSERT_EQ(d.k(p)[p % W], static_cast<float>(p));
+    ASSERT_EQ(d.v(p)[(p * 7) % W], -static_cast<float>(p));
+  }
+  EXPECT_EQ(d.capacity(), 3 * KvCache::kBlockTokens);
+  c.clear();
+  EXPECT_EQ(c.capacity(), 0);
+  EXPECT_EQ(c.bytes(), 0u);
+}
+
 // A sequence longer than one KV block (and several delta-rule chunks): one
 // prefill equals chunked prefills plus decode steps across the block boundary.
 TEST(LongSequence, AcrossKvBlocks) {

@@ -279,7 +279,9 @@ TEST(Loader, DenseInt8StaysClose) {
   for (size_t L = 1; L < tr.layer_outputs.size(); ++L) {
     Diff d = compare(tr.layer_outputs[L].data(), lo.data() + L * ids.size() * H, ids.size() * H);
     std::printf("  dense int8: residual after layer %zu     rel-L2 %.3e max-abs %.3e\n", L - 1, d.rel_l2, d.max_abs);
-    if (L == 1) EXPECT_LT(d.rel_l2, 2e-2);
+    if (L == 1) {
+      EXPECT_LT(d.rel_l2, 2e-2);
+    }
   }
   EXPECT_LT(m->weight_bytes(), cached_model(fixture("bf16")).weight_bytes());
 }
