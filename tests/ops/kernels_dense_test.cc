@@ -124,18 +124,20 @@ INSTANTIATE_TEST_SUITE_P(Paths, DenseByPath, ::testing::ValuesIn(available_paths
 TEST(DenseKernels, SimdPathsMatchScalarTwin) {
   std::mt19937 rng(3);
   DenseCase c = make_dense(WType::BF16, 131, 515, rng);
-  const int64_t n = 33;
-  auto x = testing::random_floats(rng, n * 515);
-  std::vector<float> want(n * 131);
-  {
-    PathGuard g("scalar");
-    matmul(c.m, x.data(), n, want.data());
-  }
-  for (const auto& p : available_paths()) {
-    PathGuard g(p);
-    std::vector<float> y(n * 131);
-    matmul(c.m, x.data(), n, y.data());
-    for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], want[i], 1e-4f * (1 + std::fabs(want[i]))) << p << " " << i;
+  for (const int64_t n : {1, 33}) {   // 1: the decode row kernels (bf16: split lanes)
+    auto x = testing::random_floats(rng, n * 515);
+    std::vector<float> want(n * 131);
+    {
+      PathGuard g("scalar");
+      matmul(c.m, x.data(), n, want.data());
+    }
+    for (const auto& p : available_paths()) {
+      PathGuard g(p);
+      std::vector<float> y(n * 131);
+      matmul(c.m, x.data(), n, y.data());
+      for (size_t i = 0; i < y.size(); ++i)
+        ASSERT_NEAR(y[i], want[i], 1e-4f * (1 + std::fabs(want[i]))) << p << " n=" << n << " " << i;
+    }
   }
 }
 
