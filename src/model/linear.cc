@@ -1,6 +1,7 @@
 #include "model/linear.h"
 
 #include <cstring>
+#include <functional>
 
 #include "io/dtype.h"
 #include "model/resident.h"
@@ -18,6 +19,14 @@ size_t Linear::bytes() const {
   if (gptq) return static_cast<size_t>(gptq->bytes());
   return static_cast<size_t>(dense.bytes());
 }
+
+namespace {
+// For dense_to_q8: drops the mapped source pages of each finished run of rows
+// (row_bytes apart from src), so a large matrix is never resident twice.
+std::function<void(int64_t, int64_t)> drop_rows(const uint8_t* src, int64_t row_bytes) {
+  return [src, row_bytes](int64_t r0, int64_t r1) { drop_pages(src + r0 * row_bytes, (r1 - r0) * row_bytes); };
+}
+}  // namespace
 
 void to_f32(DType dtype, const uint8_t* p, int64_t n, float* out) {
   if (dtype == DType::F32) {
@@ -65,8 +74,9 @@ Linear WeightReader::dense_slice(const TensorInfo& t, int64_t offset_elems, int6
   const size_t esz = dtype_size(t.dtype);
   l.dense = ops::dense_view(wtype_of(t), t.data + offset_elems * esz, rows, cols);
   if (dense_int8_) {
-    l.dense = ops::dense_to_q8(l.dense);
-    drop_pages(t.data + offset_elems * esz, rows * cols * esz);   // re-encoded: the source is not read again
+    const uint8_t* src = t.data + offset_elems * esz;
+    l.dense = ops::dense_to_q8(l.dense, drop_rows(src, cols * esz));
+    drop_pages(src, rows * cols * esz);   // re-encoded: the source is not read again
   }
   return l;
 }
@@ -101,7 +111,7 @@ Linear WeightReader::linear(const std::string& module, int64_t out, int64_t in, 
   l.cols = in;
   l.dense = ops::dense_view(wtype_of(t), t.data, out, in);
   if (dense_int8_ && quantizable) {
-    l.dense = ops::dense_to_q8(l.dense);
+    l.dense = ops::dense_to_q8(l.dense, drop_rows(t.data, in * static_cast<int64_t>(dtype_size(t.dtype))));
     drop_pages(t.data, t.nbytes);
   }
   return l;

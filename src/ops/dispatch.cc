@@ -148,7 +148,7 @@ DenseMatrix dense_view(WType t, const void* data, int64_t rows, int64_t cols) {
   return m;
 }
 
-DenseMatrix dense_to_q8(const DenseMatrix& src) {
+DenseMatrix dense_to_q8(const DenseMatrix& src, const std::function<void(int64_t, int64_t)>& rows_done) {
   check_dense(src, "dense_to_q8");
   DenseMatrix m;
   m.type = WType::Q8;
@@ -205,6 +205,7 @@ DenseMatrix dense_to_q8(const DenseMatrix& src) {
         out[k] = static_cast<int8_t>(std::clamp(std::lround(row[k] * inv), -127l, 127l));
       m.row_scale[r] = scale;
     }
+    if (rows_done) rows_done(r0, r1);
   });
   if (bad >= 0) fail("dense_to_q8: weight [", bad / K, "][", bad % K, "] is not finite");
   m.data = m.owned.data();

@@ -7,6 +7,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -33,7 +34,9 @@ struct DenseMatrix {
 };
 
 DenseMatrix dense_view(WType t, const void* data, int64_t rows, int64_t cols);
-DenseMatrix dense_to_q8(const DenseMatrix& m);  // --dense int8
+// --dense int8. rows_done (optional) is called, from any thread, once source
+// rows [r0, r1) have been read, so a caller can release their pages early.
+DenseMatrix dense_to_q8(const DenseMatrix& m, const std::function<void(int64_t, int64_t)>& rows_done = nullptr);
 
 // Y[n][rows] = X[n][cols] · Wᵀ ; X, Y float32 row-major. n = 1 is the decode
 // (matrix-vector) case. Accumulates in fp32 with fp32 activations.
