@@ -7,6 +7,8 @@
 #include <cstring>
 #include <new>
 
+#include "util/error.h"
+
 namespace qinfer {
 
 namespace {
@@ -19,6 +21,8 @@ constexpr size_t kHugeMinPair = size_t{128} << 10;
 void KvCache::Free::operator()(void* p) const { std::free(p); }
 
 void KvCache::reserve(int64_t tokens) {
+  if (capacity() >= tokens) return;
+  if (width_ <= 0) fail("KvCache::reserve: the cache has no row width (", width_, ")");
   const size_t block = static_cast<size_t>(kBlockTokens * width_) * sizeof(float), pair = 2 * block;
   while (capacity() < tokens) {
     if (chunks_.empty() || chunk_size_ - chunk_used_ < pair) {

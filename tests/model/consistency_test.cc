@@ -258,6 +258,9 @@ TEST(KvCache, LargeCachesUseHugePageChunks) {
   c.clear();
   EXPECT_EQ(c.capacity(), 0);
   EXPECT_EQ(c.bytes(), 0u);
+  KvCache none;
+  none.reserve(0);   // nothing to do
+  EXPECT_THROW(none.reserve(1), Error);
 }
 
 // A sequence longer than one KV block (and several delta-rule chunks): one
