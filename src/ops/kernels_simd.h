@@ -302,7 +302,6 @@ inline void q4_tile(const GptqMatrix& W, int64_t t, const Q4Input& X, int64_t j0
   const T* zf = grp.z;
   // Prefetch addresses (hints only: they may run past the arrays' ends).
   const int64_t kBpg = std::max<int64_t>(1, nb / W.groups());   // blocks per group, in the usual order
-  const char* cb0 = reinterpret_cast<const char*>(codes);
   const char* sp = Half ? reinterpret_cast<const char*>(W.tile_scales_f16(t, 0))
                         : reinterpret_cast<const char*>(W.tile_scales_f32(t, 0));
   const int64_t spb = (Half ? 2 : 4) * kTR / kBpg;   // scale bytes per block
@@ -322,7 +321,7 @@ inline void q4_tile(const GptqMatrix& W, int64_t t, const Q4Input& X, int64_t j0
         for (int e = 0; e < S; ++e) ah[j][h][e] = am[j][h][e] = al[j][h][e] = V::izero();
     const uint8_t* cb = codes + b * GptqMatrix::kTileBlockBytes;
     QINFER_UNROLL
-    for (int ch = 0; ch < 4; ++ch) _mm_prefetch(cb0 + b * GptqMatrix::kTileBlockBytes + kQ4Prefetch + 64 * ch, _MM_HINT_T0);
+    for (int ch = 0; ch < 4; ++ch) _mm_prefetch(reinterpret_cast<const char*>(cb) + kQ4Prefetch + 64 * ch, _MM_HINT_T0);
     _mm_prefetch(sp + b * spb + kQ4Prefetch / 8, _MM_HINT_T0);
     if (zp) _mm_prefetch(zp + b * kTR / kBpg + kQ4Prefetch / 16, _MM_HINT_T0);
     QINFER_UNROLL
