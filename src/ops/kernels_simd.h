@@ -141,9 +141,10 @@ void prefill_rows(const Decode& decode, int64_t K, const float* X, int64_t ldx, 
 // the lm_head: 20.7 vs 21.9 ms; 8 rows 4 KiB apart plus the next tile's 8 rows
 // fall into one L1 set.
 constexpr int64_t kSeqRowBytes = 8192;
-// Each step prefetches the weight lines this far ahead (into the next rows):
-// lm_head in bench_ops, four alternating pairs of runs, 2 threads: 54-61 GB/s
-// against 51-54 without (2048 and 8192 ahead did no better than 4096).
+// Each step prefetches the weight lines this far ahead (into the next rows),
+// non-temporal: they are read once. lm_head in bench_ops, 2 threads, alternating
+// runs: into L1 (T0) 54-61 GB/s against 51-54 without prefetch (2048 and 8192
+// ahead did no better than 4096); non-temporal 65-70 against T0 53-60, T1 50-56.
 constexpr int64_t kSeqPrefetch = 4096;
 template <class L, class E, int A>
 inline void dense_row_seq(const E* w, const float* x, int64_t K, float* y, const float* rscale) {
@@ -155,7 +156,7 @@ inline void dense_row_seq(const E* w, const float* x, int64_t K, float* y, const
   const char* pf = reinterpret_cast<const char*>(w) + kSeqPrefetch;   // a hint: may run past the matrix
   for (; k + A * V::W <= K; k += A * V::W) {
     QINFER_UNROLL
-    for (int l = 0; l < A * V::W * static_cast<int>(sizeof(E)); l += 64) _mm_prefetch(pf + k * sizeof(E) + l, _MM_HINT_T0);
+    for (int l = 0; l < A * V::W * static_cast<int>(sizeof(E)); l += 64) _mm_prefetch(pf + k * sizeof(E) + l, _MM_HINT_NTA);
     QINFER_UNROLL
     for (int a = 0; a < A; ++a) acc[a] = V::fma(L::ld(w + k + a * V::W), V::load(x + k + a * V::W), acc[a]);
   }
