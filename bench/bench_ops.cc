@@ -60,17 +60,20 @@ const HugeBuffer& bf16_weights(int64_t rows, int64_t cols) {
   return v;
 }
 
+// Random symmetric g32 int4 weights (codes from seed, fp16-exact scales, like a checkpoint's).
+std::unique_ptr<GptqMatrix> make_int4(int64_t rows, int64_t cols, unsigned seed) {
+  std::mt19937 rng(seed);
+  const int gs = 32;
+  std::vector<uint8_t> q(rows * cols), z(rows * (cols / gs), 8);
+  std::vector<float> s(rows * (cols / gs), 1.0f / 128);
+  for (auto& c : q) c = rng() & 15;
+  return gptq_pack({rows, cols, gs, q.data(), s.data(), z.data(), nullptr});
+}
+
 const GptqMatrix& int4_weights(int64_t rows, int64_t cols, int index = 0) {
   static std::map<std::tuple<int64_t, int64_t, int>, std::unique_ptr<GptqMatrix>> cache;
   auto& m = cache[{rows, cols, index}];
-  if (!m) {
-    std::mt19937 rng(index);
-    const int gs = 32;
-    std::vector<uint8_t> q(rows * cols), z(rows * (cols / gs), 8);
-    std::vector<float> s(rows * (cols / gs), 1.0f / 128);  // fp16-exact, like checkpoint scales
-    for (auto& c : q) c = rng() & 15;
-    m = gptq_pack({rows, cols, gs, q.data(), s.data(), z.data(), nullptr});
-  }
+  if (!m) m = make_int4(rows, cols, static_cast<unsigned>(index));
   return *m;
 }
 
@@ -135,13 +138,8 @@ void bm_int4_pool(benchmark::State& st, std::string path, int64_t rows, int64_t 
     mats.clear();
     size_t total = 0;
     for (int e = 0; e < pool; ++e) {
-      std::mt19937 rng(1000 + e);
-      const int gs = 32;
-      std::vector<uint8_t> q(rows * cols), z(rows * (cols / gs), 8);
-      std::vector<float> sc(rows * (cols / gs), 1.0f / 128);
-      for (auto& c : q) c = rng() & 15;
-      mats.push_back(gptq_pack({rows, cols, gs, q.data(), sc.data(), z.data(), nullptr}));
-      total += (static_cast<size_t>(mats.back()->bytes()) + 4 * 64 + 63) / 64 * 64;
+      mats.push_back(make_int4(rows, cols, 1000u + e));
+      total += static_cast<size_t>(mats.back()->storage_bytes());
     }
     constexpr size_t kHuge = size_t{2} << 20;
     total = (total + kHuge - 1) / kHuge * kHuge;
@@ -149,7 +147,7 @@ void bm_int4_pool(benchmark::State& st, std::string path, int64_t rows, int64_t 
     madvise(block, total, MADV_HUGEPAGE);
     unsigned char* at = block;
     for (auto& m : mats) {
-      const size_t b = (static_cast<size_t>(m->bytes()) + 4 * 64 + 63) / 64 * 64;
+      const size_t b = static_cast<size_t>(m->storage_bytes());
       m->move_storage(at);
       at += b;
     }

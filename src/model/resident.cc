@@ -82,7 +82,7 @@ void make_resident(ModelWeights& w) {
   std::vector<size_t> offset(total + 1, 0);
   for (size_t i = 0; i < total; ++i) {
     const size_t b = i < nd ? static_cast<size_t>(mats[i]->dense.bytes())
-                            : static_cast<size_t>(packed[i - nd]->bytes()) + 4 * kAlign;   // 4 aligned parts
+                            : static_cast<size_t>(packed[i - nd]->storage_bytes());
     offset[i + 1] = offset[i] + round_up(b, kAlign);
   }
   w.resident = std::make_unique<ResidentBlock>(offset.back());

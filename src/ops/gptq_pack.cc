@@ -33,11 +33,19 @@ void GptqMatrix::bind() {
   half_ = !scale_h_.empty();
 }
 
+namespace {
+int64_t round64(int64_t n) { return (n + 63) / 64 * 64; }
+}  // namespace
+
+int64_t GptqMatrix::storage_bytes() const {
+  return round64(n_codes_) + round64(n_scale_h_ * 2) + round64(n_scale_f_ * 4) + round64(n_zero_);
+}
+
 void GptqMatrix::move_storage(unsigned char* dst) {
   auto place = [&](const void* src, int64_t bytes) {
     unsigned char* at = dst;
     if (bytes > 0) std::memcpy(at, src, static_cast<size_t>(bytes));
-    dst += (bytes + 63) / 64 * 64;
+    dst += round64(bytes);
     return at;
   };
   codes_p_ = place(codes_p_, n_codes_);

@@ -78,9 +78,11 @@ class GptqMatrix {
   int code(int64_t r, int64_t p) const;
 
   // Moves the codes, scales and zeros into caller-owned memory `dst` (at least
-  // bytes() + 192 bytes, 64-byte aligned, outliving this matrix; e.g. one
+  // storage_bytes(), 64-byte aligned, outliving this matrix; e.g. one
   // huge-page block for all experts) and frees the heap copies.
   void move_storage(unsigned char* dst);
+  // What move_storage needs at dst: bytes() with each of its parts rounded up to 64.
+  int64_t storage_bytes() const;
   // Packed column range of group g: [group_begin(g), group_begin(g + 1)).
   int64_t group_begin(int64_t g) const { return gofs_[g]; }
   // Group of packed block b.
