@@ -43,8 +43,22 @@ void TensorInfo::expect_dtype(std::initializer_list<DType> allowed) const {
   fail(file, ": tensor ", name, ": dtype ", dtype_name(dtype), " is not supported here (expected ", names, ")");
 }
 
+void TensorInfo::read_bytes(size_t offset, size_t n, void* dst) const {
+  if (offset > nbytes || n > nbytes - offset)
+    fail(file, ": tensor ", name, ": read of bytes [", offset, ", ", offset + n, ") is outside its ", nbytes, " bytes");
+  if (!source) {
+    std::memcpy(dst, data + offset, n);
+    return;
+  }
+  try {
+    source->read_at(static_cast<size_t>(data - source->data()) + offset, n, dst);
+  } catch (const Error& e) {
+    fail("tensor ", name, ": ", e.what());
+  }
+}
+
 MappedFile::MappedFile(const std::string& path) : path_(path) {
-  int fd = ::open(path.c_str(), O_RDONLY);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) fail(path, ": cannot open: ", std::strerror(errno));
   struct stat st;
   if (fstat(fd, &st) != 0) {
@@ -60,11 +74,27 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
     }
     data_ = static_cast<const uint8_t*>(p);
   }
-  ::close(fd);
+  fd_ = fd;
 }
 
 MappedFile::~MappedFile() {
   if (data_) munmap(const_cast<uint8_t*>(data_), size_);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void MappedFile::read_at(size_t offset, size_t n, void* dst) const {
+  if (offset > size_ || n > size_ - offset)
+    fail(path_, ": read of ", n, " bytes at offset ", offset, " runs past the end of the file (", size_, " bytes)");
+  auto* out = static_cast<uint8_t*>(dst);
+  while (n > 0) {
+    const ssize_t got = ::pread(fd_, out, n, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0)
+      fail(path_, ": read of ", n, " bytes at offset ", offset, " failed: ", got < 0 ? std::strerror(errno) : "end of file (was the file truncated after loading?)");
+    out += got;
+    offset += static_cast<size_t>(got);
+    n -= static_cast<size_t>(got);
+  }
 }
 
 SafetensorsFile::SafetensorsFile(const std::string& path) : file_(std::make_unique<MappedFile>(path)) {
@@ -100,6 +130,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : file_(std::make_uniq
     TensorInfo t;
     t.name = name;
     t.file = path;
+    t.source = file_.get();
     if (!e["dtype"].is_string() || !parse_dtype(e["dtype"].get<std::string>(), &t.dtype))
       fail(path, ": tensor ", name, ": unknown dtype ", e["dtype"].dump());
     if (!e["shape"].is_array()) fail(path, ": tensor ", name, ": shape is not an array");

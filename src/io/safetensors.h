@@ -13,6 +13,8 @@
 
 namespace qinfer {
 
+class MappedFile;
+
 struct TensorInfo {
   std::string name;
   DType dtype;
@@ -20,12 +22,18 @@ struct TensorInfo {
   const uint8_t* data = nullptr;   // into the mapped file
   size_t nbytes = 0;
   std::string file;                // path of the file holding it (for error messages)
+  const MappedFile* source = nullptr;   // the mapped file (for read_bytes); null for tensors made in memory
 
   int64_t numel() const;
   std::string shape_str() const;   // "[248320, 2048]"
   // Error "<file>: tensor <name>: expected shape [..] but the file has [..]" on mismatch.
   void expect_shape(const std::vector<int64_t>& want) const;
   void expect_dtype(std::initializer_list<DType> allowed) const;
+  // Copies bytes [offset, offset + n) of the tensor into dst with a read from the
+  // file, not through the mapping: touching a mapped page can map a whole large
+  // page-cache folio (2 MiB on Linux 6.16+ ext4), so reading single embedding rows
+  // through the mapping made the whole table resident. Error naming file and tensor.
+  void read_bytes(size_t offset, size_t n, void* dst) const;
 };
 
 class MappedFile {
@@ -37,8 +45,11 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
+  // pread of n bytes at file offset `offset` (retried on short reads); Error naming the path.
+  void read_at(size_t offset, size_t n, void* dst) const;
  private:
   std::string path_;
+  int fd_ = -1;   // kept open for read_at
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
 };

@@ -228,11 +228,14 @@ std::unique_ptr<ModelWeights> load_weights(const ModelConfig& cfg, std::unique_p
 }
 
 void embed_rows(const ModelWeights& w, const int* tokens, int64_t n, int64_t hidden, float* out) {
+  // Rows are read from the file (TensorInfo::read_bytes), not through the
+  // mapping, so only the page cache holds the table, not this process's memory.
   const TensorInfo& t = *w.embed;
-  const size_t esz = dtype_size(t.dtype);
+  const size_t row_bytes = static_cast<size_t>(hidden) * dtype_size(t.dtype);
+  std::vector<uint8_t> row(row_bytes);
   for (int64_t i = 0; i < n; ++i) {
-    const uint8_t* row = t.data + static_cast<size_t>(tokens[i]) * hidden * esz;
-    to_f32(t.dtype, row, hidden, out + i * hidden);
+    t.read_bytes(static_cast<size_t>(tokens[i]) * row_bytes, row_bytes, row.data());
+    to_f32(t.dtype, row.data(), hidden, out + i * hidden);
   }
 }
 

@@ -87,6 +87,43 @@ TEST(Safetensors, TruncatedFile) {
   EXPECT_NE(error_of(dir + "/model.safetensors").find("truncated"), std::string::npos);
 }
 
+// read_bytes reads through the file, not the mapping: same bytes as the mapping,
+// an Error naming the tensor for a range outside it, and an Error naming the
+// file (not a SIGBUS, as touching the mapping would give) when the file was
+// truncated after it was opened.
+TEST(Safetensors, ReadBytesFromFile) {
+  std::string dir = temp_dir();
+  SafetensorsWriter w;
+  w.add("a", DType::F32, {3}, bytes_of({1, 2, 3}));
+  w.add("emb", DType::F32, {4, 2}, bytes_of({10, 11, 20, 21, 30, 31, 40, 41}));
+  const std::string path = dir + "/model.safetensors";
+  w.write(path);
+  SafetensorsFile f(path);
+  const TensorInfo* emb = nullptr;
+  for (const auto& t : f.tensors())
+    if (t.name == "emb") emb = &t;
+  ASSERT_NE(emb, nullptr);
+  float row[2];
+  emb->read_bytes(2 * 8, 8, row);   // row 2
+  EXPECT_EQ(row[0], 30.0f);
+  EXPECT_EQ(row[1], 31.0f);
+  EXPECT_EQ(std::memcmp(row, emb->data + 16, 8), 0);
+  try {
+    emb->read_bytes(3 * 8, 16, row);
+    FAIL() << "read past the tensor";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor emb"), std::string::npos) << e.what();
+  }
+  fs::resize_file(path, fs::file_size(path) - 12);
+  try {
+    emb->read_bytes(3 * 8, 8, row);
+    FAIL() << "read from a truncated file";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("model.safetensors"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("tensor emb"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Safetensors, BadHeaders) {
   std::string dir = temp_dir();
   struct Case { std::string header; size_t data; std::string expect; };
