@@ -220,6 +220,34 @@ TEST(CliContract, ServeRefusesMaxModelLenAboveTheModel) {
   EXPECT_EQ(r.out.find("loaded"), std::string::npos) << "refused only after loading: " << r.out;
 }
 
+// `qinfer bench` on a tiny fixture prints every figure the issue asks for, with
+// numbers in them (timings are not asserted: the machine is shared), and rejects
+// bad flags by name.
+TEST(CliContract, BenchPrintsEveryFigure) {
+  RunResult r = run("bench --model " + fixture("qwen35moe-tiny-s1/gptq") +
+                    " --prefill 16,32 --contexts 0,64 --rounds 2 --decode-tokens 3");
+  ASSERT_EQ(r.code, 0) << r.out;
+  for (const char* want : {"bandwidth", "prefill         16 tokens:", "prefill         32 tokens:", "bytes/token",
+                           "peak resident"})
+    EXPECT_NE(r.out.find(want), std::string::npos) << want << "\n" << r.out;
+  for (const char* ctx : {"decode  ctx      0:", "decode  ctx     64:"}) {
+    const auto at = r.out.find(ctx);
+    ASSERT_NE(at, std::string::npos) << ctx << "\n" << r.out;
+    const std::string line = r.out.substr(at, r.out.find('\n', at) - at);
+    EXPECT_NE(line.find("(median of 6)"), std::string::npos) << line;   // rounds x decode-tokens steps
+    const auto pct = line.find("-> ");
+    ASSERT_NE(pct, std::string::npos) << line;
+    const double ratio = std::stod(line.substr(pct + 3));
+    EXPECT_TRUE(std::isfinite(ratio) && ratio > 0) << line;
+    EXPECT_NE(line.find("% of the floor (median pair; quartiles "), std::string::npos) << line;
+    EXPECT_NE(line.find("strict"), std::string::npos) << line;
+    EXPECT_NE(line.find("triad alone"), std::string::npos) << line;
+  }
+  r = run("bench --model " + fixture("qwen35moe-tiny-s1/gptq") + " --rounds 0");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("--rounds"), std::string::npos) << r.out;
+}
+
 TEST(CliContract, InspectAndSynthRoundTrip) {
   std::string dir = temp_path("synth");
   fs::remove_all(dir);
