@@ -29,10 +29,23 @@ namespace {
 // routed experts per layer, the KV cache of the context, one embedding row.
 struct DecodeBytes {
   double dense = 0, experts = 0, lm_head = 0;
+  double state = 0;         // DeltaNet conv + recurrent states (fp32), each read and written once a step
   double kv_per_token = 0;  // per context token
   double active_params = 0; // weights one token multiplies by (prefill arithmetic: 2 FLOP each, lm_head excluded)
-  double total(int64_t context) const { return dense + experts + lm_head + kv_per_token * static_cast<double>(context); }
+  double total(int64_t context) const {
+    return dense + experts + lm_head + 2 * state + kv_per_token * static_cast<double>(context);
+  }
 };
+
+// Bytes of the DeltaNet states of one sequence: per linear-attention layer the
+// last kernel-1 conv inputs and the [value heads][key dim][value dim] matrix.
+double deltanet_state_bytes(const TextConfig& t) {
+  return (t.num_hidden_layers - t.num_full_layers()) *
+         ((t.linear_conv_kernel_dim - 1.0) *
+              (2.0 * t.linear_num_key_heads * t.linear_key_head_dim + 1.0 * t.linear_num_value_heads * t.linear_value_head_dim) +
+          1.0 * t.linear_num_value_heads * t.linear_key_head_dim * t.linear_value_head_dim) *
+         sizeof(float);
+}
 
 DecodeBytes decode_bytes(const TextConfig& t, bool gptq, int group_size, double dense_elem_bytes) {
   DecodeBytes b;
@@ -50,6 +63,7 @@ DecodeBytes decode_bytes(const TextConfig& t, bool gptq, int group_size, double 
   b.experts = t.num_hidden_layers * t.num_experts_per_tok * expert_bytes;
   b.lm_head = static_cast<double>(t.vocab_size) * H * dense_elem_bytes + H * 2;
   b.active_params = b.dense / dense_elem_bytes + t.num_hidden_layers * t.num_experts_per_tok * expert_params;
+  b.state = deltanet_state_bytes(t);
   b.kv_per_token = 2.0 * nfull * t.num_key_value_heads * t.head_dim * sizeof(float);
   return b;
 }
@@ -134,8 +148,10 @@ int cmd_bench(int argc, char** argv) {
               std::max(0.0, proc_status_bytes("AnonHugePages", "/proc/self/smaps_rollup") - probe_bytes) / 1e9,
               proc_status_bytes("RssFile") / 1e9,
               model->weight_bytes() / 1e9, probe_bytes / 1e9);
-  std::printf("bytes/token  %.3f GB at context 0 (dense %.3f, experts %.3f, lm_head %.3f), +%.1f KB per context token\n",
-              db.total(0) / 1e9, db.dense / 1e9, db.experts / 1e9, db.lm_head / 1e9, db.kv_per_token / 1e3);
+  std::printf("bytes/token  %.3f GB at context 0 (dense %.3f, experts %.3f, lm_head %.3f, DeltaNet state %.3f read + "
+              "written), +%.1f KB per context token\n",
+              db.total(0) / 1e9, db.dense / 1e9, db.experts / 1e9, db.lm_head / 1e9, db.state / 1e9,
+              db.kv_per_token / 1e3);
 
   for (int n : prefills)
     if (n <= 0 || n > model->max_context()) fail("--prefill ", n, " is outside 1..", model->max_context());
@@ -216,12 +232,7 @@ int cmd_bench(int argc, char** argv) {
   }
   // Caches of the largest sequence (only one lives at a time): KV rows plus the
   // DeltaNet conv and recurrent states.
-  const double state_bytes = (t.num_hidden_layers - t.num_full_layers()) *
-                             ((t.linear_conv_kernel_dim - 1.0) * (2.0 * t.linear_num_key_heads * t.linear_key_head_dim +
-                                                                   1.0 * t.linear_num_value_heads * t.linear_value_head_dim) +
-                              1.0 * t.linear_num_value_heads * t.linear_key_head_dim * t.linear_value_head_dim) *
-                             sizeof(float);
-  const double caches = db.kv_per_token * static_cast<double>(max_ctx) + state_bytes;
+  const double caches = db.kv_per_token * static_cast<double>(max_ctx) + db.state;
   const double hwm = proc_status_bytes("VmHWM") - probe_bytes;
   const double base = model->weight_bytes() + caches;
   std::printf("memory       peak resident %.2f GB vs weights %.2f GB + caches %.2f GB = %.2f GB (%+.1f%%)\n", hwm / 1e9,
