@@ -37,16 +37,6 @@ struct DecodeBytes {
   }
 };
 
-// Bytes of the DeltaNet states of one sequence: per linear-attention layer the
-// last kernel-1 conv inputs and the [value heads][key dim][value dim] matrix.
-double deltanet_state_bytes(const TextConfig& t) {
-  return (t.num_hidden_layers - t.num_full_layers()) *
-         ((t.linear_conv_kernel_dim - 1.0) *
-              (2.0 * t.linear_num_key_heads * t.linear_key_head_dim + 1.0 * t.linear_num_value_heads * t.linear_value_head_dim) +
-          1.0 * t.linear_num_value_heads * t.linear_key_head_dim * t.linear_value_head_dim) *
-         sizeof(float);
-}
-
 DecodeBytes decode_bytes(const TextConfig& t, bool gptq, int group_size, double dense_elem_bytes) {
   DecodeBytes b;
   const double H = t.hidden_size;
@@ -63,7 +53,6 @@ DecodeBytes decode_bytes(const TextConfig& t, bool gptq, int group_size, double 
   b.experts = t.num_hidden_layers * t.num_experts_per_tok * expert_bytes;
   b.lm_head = static_cast<double>(t.vocab_size) * H * dense_elem_bytes + H * 2;
   b.active_params = b.dense / dense_elem_bytes + t.num_hidden_layers * t.num_experts_per_tok * expert_params;
-  b.state = deltanet_state_bytes(t);
   b.kv_per_token = 2.0 * nfull * t.num_key_value_heads * t.head_dim * sizeof(float);
   return b;
 }
@@ -132,6 +121,8 @@ int cmd_bench(int argc, char** argv) {
   const TextConfig& t = model->config().text;
   const auto& q = model->config().quant;
   DecodeBytes db = decode_bytes(t, q.enabled, q.enabled ? q.group_size : 32, lo.dense_int8 ? 1.0 : 2.0);
+  // A fresh sequence holds no KV rows yet: its memory is the DeltaNet conv and recurrent states.
+  db.state = static_cast<double>(model->new_sequence()->memory_bytes());
   std::mt19937 rng(1);
   std::uniform_int_distribution<int> tok(0, t.vocab_size - 1);
   std::vector<float> logits(static_cast<size_t>(t.vocab_size));
