@@ -41,7 +41,7 @@ RunResult run(const std::string& args) {
   return r;
 }
 
-std::string fixture(const std::string& name) { return std::string(QINFER_SHARED_DIR) + "/fixtures/text/" + name; }
+std::string fixture(const std::string& name) { return std::string(QINFER_FIXTURES_DIR) + "/text/" + name; }
 
 const std::vector<std::string> kFixtures = {"qwen35moe-tiny-s1/bf16", "qwen35moe-tiny-s1/gptq",
                                             "qwen35moe-tiny-s2/bf16", "qwen35moe-tiny-s2/gptq"};

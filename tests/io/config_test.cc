@@ -35,7 +35,7 @@ TEST(Config, RealQwen36File) {
 }
 
 TEST(Config, GptqFixtureDynamicRules) {
-  ModelConfig c = load_config(std::string(QINFER_SHARED_DIR) + "/fixtures/text/qwen35moe-tiny-s1/gptq");
+  ModelConfig c = load_config(std::string(QINFER_FIXTURES_DIR) + "/text/qwen35moe-tiny-s1/gptq");
   ASSERT_TRUE(c.quant.enabled);
   EXPECT_EQ(c.quant.group_size, 32);
   EXPECT_TRUE(c.quant.sym);
@@ -49,7 +49,7 @@ TEST(Config, GptqFixtureDynamicRules) {
 }
 
 TEST(Config, MissingAndBadKeysAreNamed) {
-  auto j = read(std::string(QINFER_SHARED_DIR) + "/fixtures/text/qwen35moe-tiny-s1/bf16/config.json");
+  auto j = read(std::string(QINFER_FIXTURES_DIR) + "/text/qwen35moe-tiny-s1/bf16/config.json");
   auto expect_error = [](const nlohmann::json& cfg, const std::string& needle) {
     try {
       parse_config(cfg, "config.json");

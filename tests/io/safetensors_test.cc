@@ -154,7 +154,7 @@ TEST(Safetensors, BadHeaders) {
 }
 
 TEST(Checkpoint, ShardedIndex) {
-  std::string dir = std::string(QINFER_SHARED_DIR) + "/fixtures/text/qwen35moe-tiny-s2/gptq";
+  std::string dir = std::string(QINFER_FIXTURES_DIR) + "/text/qwen35moe-tiny-s2/gptq";
   auto ck = Checkpoint::open(dir);
   EXPECT_EQ(ck->files().size(), 3u);
   EXPECT_TRUE(ck->has("lm_head.weight"));

@@ -14,7 +14,7 @@
 
 namespace qinfer::test {
 
-inline std::string fixtures_dir() { return std::string(QINFER_SHARED_DIR) + "/fixtures/text"; }
+inline std::string fixtures_dir() { return std::string(QINFER_FIXTURES_DIR) + "/text"; }
 
 // Every model folder under fixtures/text (<fixture>/<variant>), sorted.
 inline std::vector<std::string> fixture_dirs() {

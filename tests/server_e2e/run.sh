@@ -10,6 +10,7 @@ ROOT="$(cd "$HERE/../.." && pwd)"
 BUILD="$(cd "${1:-$ROOT/build}" && pwd)"
 QINFER="$BUILD/qinfer"
 SHARED="$ROOT/../shared"
+FIXTURES="$ROOT/tests/fixtures"
 [ -x "$QINFER" ] || { echo "no $QINFER (build the qinfer target first)" >&2; exit 1; }
 TMP="$(mktemp -d)"
 SERVER_PID=""
@@ -76,7 +77,7 @@ run_suite() {  # MODEL_DIR MODE
   stop_server
 }
 
-run_suite "$SHARED/fixtures/text/qwen35moe-tiny-s1/bf16" ids
+run_suite "$FIXTURES/text/qwen35moe-tiny-s1/bf16" ids
 DEMO="${QINFER_DEMO_MODEL:-}"
 if [ -z "$DEMO" ]; then
   DEMO="$TMP/demo"
