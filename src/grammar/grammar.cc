@@ -51,7 +51,7 @@ const std::vector<uint64_t>& Grammar::mask_locked(int32_t state) const {
   size_t alive = 0;     // walk_states_[0..alive] hold the previous token's live prefix states
   long dead_at = -1;    // the previous token died at this byte (-1: it did not)
   for (size_t i = 0; i < order.size(); ++i) {
-    const std::string& b = vocab_->bytes(order[i]);
+    const std::string_view b = vocab_->sorted_bytes(i);
     const size_t l = lcp[i];
     if (dead_at >= 0 && long(l) > dead_at) continue;  // shares the prefix that died
     size_t d = std::min(l, alive);

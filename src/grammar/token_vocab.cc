@@ -19,6 +19,11 @@ TokenVocab::TokenVocab(std::vector<std::string> bytes, const std::vector<bool>& 
   }
   std::sort(order_.begin(), order_.end(),
             [&](int32_t a, int32_t b) { return bytes_[size_t(a)] < bytes_[size_t(b)]; });
+  sorted_off_.push_back(0);
+  for (int32_t id : order_) {
+    sorted_ += bytes_[size_t(id)];
+    sorted_off_.push_back(uint32_t(sorted_.size()));
+  }
   lcp_.assign(order_.size(), 0);
   for (size_t i = 1; i < order_.size(); ++i) {
     const std::string& a = bytes_[size_t(order_[i - 1])];

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace qinfer {
@@ -28,6 +29,10 @@ class TokenVocab {
   // Usable ids in byte order, and lcp_[i] = common prefix length of order_[i-1] and order_[i].
   const std::vector<int32_t>& order() const { return order_; }
   const std::vector<uint16_t>& lcp() const { return lcp_; }
+  // The bytes of order()[i], stored contiguously in walk order (cache-friendly mask walks).
+  std::string_view sorted_bytes(size_t i) const {
+    return std::string_view(sorted_.data() + sorted_off_[i], sorted_off_[i + 1] - sorted_off_[i]);
+  }
   size_t max_len() const { return max_len_; }
 
  private:
@@ -35,6 +40,8 @@ class TokenVocab {
   std::vector<uint8_t> usable_;
   std::vector<int32_t> order_;
   std::vector<uint16_t> lcp_;
+  std::string sorted_;
+  std::vector<uint32_t> sorted_off_;
   size_t max_len_ = 0;
 };
 
