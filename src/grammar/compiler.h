@@ -29,7 +29,7 @@ NodePtr spec_tree(const Spec& spec);
 
 class Compiler {
  public:
-  explicit Compiler(std::shared_ptr<const TokenVocab> vocab, size_t cache_entries = 256);
+  explicit Compiler(std::shared_ptr<const TokenVocab> vocab, size_t cache_entries = 64);
   std::shared_ptr<const Grammar> compile(const Spec& spec);
   const std::shared_ptr<const TokenVocab>& vocab() const { return vocab_; }
   size_t cache_size() const;

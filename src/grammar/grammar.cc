@@ -42,7 +42,7 @@ size_t Grammar::num_cached_masks() const {
 const std::vector<uint64_t>& Grammar::mask_locked(int32_t state) const {
   auto it = masks_.find(state);
   if (it != masks_.end()) return it->second;
-  if (masks_.size() >= 8192) masks_.clear();  // bound the memory (31 KB a mask for 248k tokens)
+  if (masks_.size() >= kMaxCachedMasks) masks_.clear();  // bound the memory (31 KB a mask for 248k tokens)
   std::vector<uint64_t> m((size_t(vocab_->size()) + 63) / 64, 0);
   const auto& order = vocab_->order();
   const auto& lcp = vocab_->lcp();

@@ -25,6 +25,9 @@
 
 namespace qinfer::grammar {
 
+// Masks kept per grammar (31 KB each on the 248k vocabulary); past it the cache starts over.
+inline constexpr size_t kMaxCachedMasks = 512;
+
 class Grammar {
  public:
   Grammar(const NodePtr& root, std::shared_ptr<const TokenVocab> vocab);

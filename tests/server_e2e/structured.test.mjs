@@ -280,6 +280,9 @@ test('unsupported or bad structured output requests are 400s naming the field', 
   await bad({ structured_outputs: { structural_tag: '{}' } }, 'structured_outputs.structural_tag', /not supported/);
   await bad({ response_format: { type: 'yaml' } }, 'response_format.type', /yaml/);
   await bad({ guided_grammar: 'root ::= missing' }, 'guided_grammar', /undefined rule/);
+  const odd = [{ type: 'function', function: { name: 'f', parameters: obj({ n: { type: 'integer', multipleOf: 2 } }) } }];
+  await bad({ tools: odd, tool_choice: 'required' }, 'tools', /multipleOf/);
+  await bad({ tools: odd, tool_choice: { type: 'function', function: { name: 'f' } }, guided_regex: 'a' }, 'guided_regex', /cannot be combined/);
 });
 
 test('structured outputs need a tokenizer', idsOnly, async () => {
