@@ -44,29 +44,38 @@ const std::vector<uint64_t>& Grammar::mask_locked(int32_t state) const {
   if (it != masks_.end()) return it->second;
   if (masks_.size() >= kMaxCachedMasks) masks_.clear();  // bound the memory (31 KB a mask for 248k tokens)
   std::vector<uint64_t> m((size_t(vocab_->size()) + 63) / 64, 0);
-  const auto& order = vocab_->order();
-  const auto& lcp = vocab_->lcp();
+  // Raw pointers into the (immutable) vocabulary: the mask writes cannot alias them, so the
+  // compiler keeps them in registers.
+  const int32_t* order = vocab_->order().data();
+  const uint16_t* lcp = vocab_->lcp().data();
+  const size_t n = vocab_->order().size();
+  const char* bytes = n ? vocab_->sorted_bytes(0).data() : nullptr;
+  uint64_t* out = m.data();
   walk_states_.assign(vocab_->max_len() + 1, Dfa::kDead);
-  walk_states_[0] = state;
-  size_t alive = 0;     // walk_states_[0..alive] hold the previous token's live prefix states
+  int32_t* st = walk_states_.data();
+  st[0] = state;
+  size_t alive = 0;     // st[0..alive] hold the previous token's live prefix states
   long dead_at = -1;    // the previous token died at this byte (-1: it did not)
-  for (size_t i = 0; i < order.size(); ++i) {
-    const std::string_view b = vocab_->sorted_bytes(i);
+  size_t begin = 0;     // offset of token i's bytes in `bytes`
+  for (size_t i = 0; i < n; ++i) {
+    const size_t len = vocab_->sorted_bytes(i).size();
+    const char* b = bytes + begin;
+    begin += len;
     const size_t l = lcp[i];
     if (dead_at >= 0 && long(l) > dead_at) continue;  // shares the prefix that died
-    size_t d = std::min(l, alive);
+    size_t d = l < alive ? l : alive;
     bool ok = true;
-    for (; d < b.size(); ++d) {
-      const int32_t n = dfa_.step(walk_states_[d], uint8_t(b[d]));
-      if (n == Dfa::kDead) {
+    for (; d < len; ++d) {
+      const int32_t next = dfa_.step(st[d], uint8_t(b[d]));
+      if (next == Dfa::kDead) {
         ok = false;
         break;
       }
-      walk_states_[d + 1] = n;
+      st[d + 1] = next;
     }
     alive = d;
     dead_at = ok ? -1 : long(d);
-    if (ok) m[size_t(order[i]) >> 6] |= uint64_t(1) << (order[i] & 63);
+    if (ok) out[size_t(order[i]) >> 6] |= uint64_t(1) << (order[i] & 63);
   }
   return masks_.emplace(state, std::move(m)).first->second;
 }
