@@ -155,6 +155,33 @@ TEST(Gbnf, RulesAndRecursion) {
   expect_error(SpecKind::kGbnf, "root ::= \"a", "unterminated");
 }
 
+TEST(Gbnf, JsonGrammarWithDeepRecursionCompiles) {
+  // llama.cpp's json.gbnf shape: value -> object/array -> value; unrolled to a bounded depth
+  // (retried shallower if the automaton would get too large).
+  auto g = make(SpecKind::kGbnf, R"(
+root   ::= object
+value  ::= object | array | string | number | ("true" | "false" | "null") ws
+object ::=
+  "{" ws (
+            string ":" ws value
+    ("," ws string ":" ws value)*
+  )? "}" ws
+array  ::=
+  "[" ws (
+            value
+    ("," ws value)*
+  )? "]" ws
+string ::=
+  "\"" (
+    [^"\\\x7F\x00-\x1F] |
+    "\\" (["\\bfnrt] | "u" [0-9a-fA-F]{4})
+  )* "\"" ws
+number ::= ("-"? ([0-9] | [1-9] [0-9]{0,15})) ("." [0-9]+)? ([eE] [-+]? [0-9] [1-9]{0,15})? ws
+ws ::= | " " | "\n" [ \t]{0,20}
+)");
+  expect_match(*g, {R"({"a": [1, {"b": null}], "c": "x\n"})", "{}", R"({"k":[[[]]]})"}, {"[]", R"({"a":})", R"({"a" 1})"});
+}
+
 TEST(ToolCall, ParametersFitTheSchema) {
   const std::string tools = R"({"tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {
       "type": "object", "properties": {"city": {"type": "string", "maxLength": 8}, "days": {"type": "integer", "minimum": 1, "maximum": 7}},
