@@ -79,7 +79,14 @@ std::shared_ptr<const Grammar> Compiler::compile(const Spec& spec) {
       return it->second.first;
     }
   }
-  auto g = std::make_shared<const Grammar>(spec_tree(spec), vocab_);
+  std::shared_ptr<const Grammar> g;
+  try {
+    g = std::make_shared<const Grammar>(spec_tree(spec), vocab_);
+  } catch (const GrammarError& e) {
+    const std::string msg = e.what();
+    if (msg.rfind(spec.field, 0) == 0) throw;
+    throw GrammarError(spec.field + ": " + msg);  // e.g. the automaton size limit
+  }
   std::lock_guard<std::mutex> lk(mu_);
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second.first;

@@ -253,6 +253,17 @@ TEST(Compiler, CachesBySpec) {
   EXPECT_EQ(c.cache_size(), 2u);
 }
 
+TEST(Compiler, OversizedGrammarIsAnErrorNamingTheField) {
+  Compiler c(tiny_vocab());
+  try {
+    c.compile({SpecKind::kJsonSchema,
+               R"({"type": "array", "maxItems": 1000, "items": {"type": "string", "maxLength": 1000}})", "guided_json"});
+    FAIL() << "no error";
+  } catch (const GrammarError& e) {
+    EXPECT_NE(std::string(e.what()).find("guided_json: grammar too large"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Mask, RealVocabularyRandomWalkStaysValid) {
   const std::string dir = std::string(QINFER_SOURCE_DIR) + "/assets/tokenizer/qwen3.5";
   Tokenizer tok = Tokenizer::load(dir);
