@@ -281,6 +281,14 @@ void Model::load_vision_tower(bool enabled) {
     log_info(config_.dir, ": vision tower not loaded (image input disabled)");
     return;
   }
+  // A config with vision_config but no model.visual.* tensor at all (a text-only
+  // export, as the text fixtures): text only. Any visual tensor present: strict.
+  const auto& all = w_->ck->all();
+  auto it = all.lower_bound("model.visual.");
+  if (it == all.end() || it->first.compare(0, 13, "model.visual.") != 0) {
+    log_info(config_.dir, ": config.json has a vision_config but the checkpoint holds no model.visual.* tensors: text only");
+    return;
+  }
   const std::string src = config_.dir + "/config.json";
   vision::VisionConfig vc = vision::parse_vision_config(config_.raw["vision_config"], src);
   if (vc.out_hidden_size != config_.text.hidden_size)
