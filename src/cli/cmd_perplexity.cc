@@ -65,7 +65,7 @@ int cmd_perplexity(int argc, char** argv) {
   if (stride < 1 || stride > ctx) fail("--stride must be in 1..--ctx");
   if (a.has("file") == a.has("ids")) fail("give exactly one of --file or --ids");
   LoadOptions lo = load_options_from_args(a);
-  const std::string dir = a.get("model");
+  const std::string dir = model_dir_from_args(a);
 
   std::vector<int> ids;
   if (a.has("ids")) {
