@@ -73,7 +73,7 @@ run_suite() {  # MODEL_DIR MODE
     --limit-mm-per-prompt '{"image": 2}'
   curl_checks "$2"
   (cd "$HERE" && QINFER_BASE_URL="$BASE/v1" QINFER_MODE="$2" QINFER_MODEL_NAME=e2e QINFER_API_KEY=sk-e2e \
-    timeout 600 node --test --test-reporter=spec e2e.test.mjs)
+    timeout 600 node --test --test-concurrency=1 --test-reporter=spec e2e.test.mjs structured.test.mjs)
   stop_server
 }
 
