@@ -1,4 +1,4 @@
-// Sparse MoE block (spec §3.5): softmax router over all experts -> top-k ->
+// Sparse MoE block (docs/MODEL.md §5): softmax router over all experts -> top-k ->
 // renormalise; SwiGLU experts run on the tokens routed to them (all experts'
 // products in one batched pass); shared SwiGLU expert scaled by sigmoid(gate).
 #include <algorithm>
