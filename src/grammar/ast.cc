@@ -1,5 +1,7 @@
 #include "grammar/ast.h"
 
+#include "util/py_escape.h"
+
 #include <algorithm>
 
 namespace qinfer::grammar {
@@ -167,26 +169,6 @@ bool contains(const CodeRanges& r, uint32_t cp) {
   return false;
 }
 
-std::string utf8_encode(uint32_t cp) {
-  std::string s;
-  if (cp < 0x80) {
-    s += char(cp);
-  } else if (cp < 0x800) {
-    s += char(0xC0 | (cp >> 6));
-    s += char(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    s += char(0xE0 | (cp >> 12));
-    s += char(0x80 | ((cp >> 6) & 0x3F));
-    s += char(0x80 | (cp & 0x3F));
-  } else {
-    s += char(0xF0 | (cp >> 18));
-    s += char(0x80 | ((cp >> 12) & 0x3F));
-    s += char(0x80 | ((cp >> 6) & 0x3F));
-    s += char(0x80 | (cp & 0x3F));
-  }
-  return s;
-}
-
 namespace {
 
 // The utf8-ranges split: [lo, hi] (same encoded length) into ranges whose every byte
@@ -207,7 +189,9 @@ void split_same_length(uint32_t lo, uint32_t hi, int nbytes, std::vector<NodePtr
       }
     }
   }
-  const std::string a = utf8_encode(lo), b = utf8_encode(hi);
+  std::string a, b;  // same length: lo and hi lie in one UTF-8 length band
+  append_utf8(a, lo);
+  append_utf8(b, hi);
   std::vector<NodePtr> parts;
   for (size_t k = 0; k < a.size(); ++k) parts.push_back(byte_range(uint8_t(a[k]), uint8_t(b[k])));
   out.push_back(seq(std::move(parts)));

@@ -69,6 +69,5 @@ CodeRanges subtract(const CodeRanges& a, const CodeRanges& b);
 bool contains(const CodeRanges& r, uint32_t cp);
 // One code point of the set, as UTF-8 (surrogates are never produced).
 NodePtr utf8_class(const CodeRanges& r);
-std::string utf8_encode(uint32_t cp);
 
 }  // namespace qinfer::grammar

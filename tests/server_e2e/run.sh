@@ -9,7 +9,7 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 BUILD="$(cd "${1:-$ROOT/build}" && pwd)"
 QINFER="$BUILD/qinfer"
-SHARED="$ROOT/../shared"
+DEMO_TOKENIZER="$ROOT/assets/tokenizer/qwen3.5"
 FIXTURES="$ROOT/tests/fixtures"
 [ -x "$QINFER" ] || { echo "no $QINFER (build the qinfer target first)" >&2; exit 1; }
 TMP="$(mktemp -d)"
@@ -81,7 +81,7 @@ run_suite "$FIXTURES/text/qwen35moe-tiny-s1/bf16" ids
 DEMO="${QINFER_DEMO_MODEL:-}"
 if [ -z "$DEMO" ]; then
   DEMO="$TMP/demo"
-  "$QINFER" synth --demo --tokenizer "$SHARED/data/tokenizer/qwen3.5" --out "$DEMO" 2>"$TMP/synth.err" \
+  "$QINFER" synth --demo --tokenizer "$DEMO_TOKENIZER" --out "$DEMO" 2>"$TMP/synth.err" \
     || { cat "$TMP/synth.err" >&2; exit 1; }
 fi
 run_suite "$DEMO" chat
