@@ -466,6 +466,10 @@ TEST(CliContract, ImageLogitsAndGreedyMatchGolden) {
     }
     EXPECT_GE(with_images, 2) << fx;
   }
+  RunResult r = run("inspect " + mm_fixture("mm-s1"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("vision       3 blocks, hidden 64"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("0.3M parameters"), std::string::npos) << r.out;
 }
 
 TEST(CliContract, ImageErrorsNameTheFileOrFlag) {
