@@ -409,6 +409,19 @@ TEST_F(DemoModel, ChatHideThinkingShowsAMarker) {
   EXPECT_EQ(r.out.find("(thinking...)"), std::string::npos) << r.out;
 }
 
+// /image: a bad file is reported (naming it) and the chat goes on; an image for this
+// text-only demo model fails that turn with a message naming the missing tower.
+TEST_F(DemoModel, ChatImageCommand) {
+  const std::string img = std::string(QINFER_FIXTURES_DIR) + "/multimodal/mm-s1/images/img_a_40x56.png";
+  RunResult r = chat("/image /nonexistent/cat.png\n/image " + img + "\nwhat is it?\n/reset\nhi\n/exit\n",
+                     "--max-tokens 3");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("/nonexistent/cat.png"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(image attached to the next message"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("no vision tower"), std::string::npos) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '>'), 6) << r.out;
+}
+
 TEST_F(DemoModel, PerplexityOnText) {
   std::string text = temp_path("ppl.txt");
   std::ofstream(text) << "The quick brown fox jumps over the lazy dog. It was a sunny day in the park.\n";
