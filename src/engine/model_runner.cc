@@ -8,6 +8,7 @@
 #include "model/model.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "vision/vision_tower.h"
 
 namespace qinfer::engine {
 
@@ -67,9 +68,21 @@ class QwenRunner : public ModelRunner {
       m.n_tokens = s.n_tokens;
       m.logits = s.logits;
       m.all_logits = false;
+      m.embed_rows = s.embed_rows;
+      m.mrope_pos = s.mrope_pos;
+      m.rope_delta = s.rope_delta;
       ms.push_back(m);
     }
     model_->forward(ms);
+  }
+  bool has_vision() const override { return model_->vision() != nullptr; }
+  int image_token_id() const override { return model_->config().image_token_id; }
+  int spatial_merge_size() const override {
+    return model_->vision() ? model_->vision()->config().spatial_merge_size : 2;
+  }
+  int64_t hidden_size() const override { return model_->config().text.hidden_size; }
+  std::vector<float> encode_images(const std::vector<const vision::ImagePatches*>& images) override {
+    return model_->encode_images(images);
   }
 
  private:
@@ -79,10 +92,15 @@ class QwenRunner : public ModelRunner {
 
 }  // namespace
 
+std::vector<float> ModelRunner::encode_images(const std::vector<const vision::ImagePatches*>&) {
+  fail("this model has no vision tower: image input is unavailable");
+}
+
 std::unique_ptr<ModelRunner> load_model_runner(const std::string& dir, const RunnerLoadOptions& opts) {
   LoadOptions lo;
   lo.threads = opts.threads;
   lo.dense_int8 = opts.dense_int8;
+  lo.load_vision = opts.load_vision;
   auto eos = generation_eos_ids(dir);
   return std::make_unique<QwenRunner>(Model::load(dir, lo), std::move(eos));
 }
