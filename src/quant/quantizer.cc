@@ -187,6 +187,14 @@ std::vector<float> expert_rows(const TensorInfo& t, int64_t offset_elems, int64_
   return w;
 }
 
+// Adds the seconds from construction to destruction to *acc.
+struct PhaseTimer {
+  double* acc;
+  double t0 = now_seconds();
+  explicit PhaseTimer(double* a) : acc(a) {}
+  ~PhaseTimer() { *acc += now_seconds() - t0; }
+};
+
 std::vector<uint8_t> raw_rows(const TensorInfo& t, int64_t offset_elems, int64_t n) {
   const size_t es = dtype_size(t.dtype);
   std::vector<uint8_t> b(static_cast<size_t>(n) * es);
@@ -299,8 +307,11 @@ QuantizeReport quantize_checkpoint(const QuantizeOptions& opt) {
       for (int64_t e0 = 0; e0 < E; e0 += static_cast<int64_t>(per_chunk)) {
         const int64_t e1 = std::min<int64_t>(E, e0 + static_cast<int64_t>(per_chunk));
         ExpertHessians hs(ExpertHessians::Input::kGateUp, E, H, e0, e1);
-        runner.run(l, *in, nullptr, &hs);
-        hs.finish();
+        {
+          PhaseTimer pt(&rep.phases.forward);
+          runner.run(l, *in, nullptr, &hs);
+          hs.finish();
+        }
         if (e0 == 0)
           for (int64_t e = 0; e < E; ++e) counts[e] = hs.rows(e);
         for (int64_t e = e0; e < e1; ++e) {
@@ -331,13 +342,22 @@ QuantizeReport quantize_checkpoint(const QuantizeOptions& opt) {
           Quantized qg, qu;
           double eg = -1, eu = -1, rg = -1, ru = -1;
           if (rtn) {
+            PhaseTimer pt(&rep.phases.rtn);
             qg = quantize_rtn(Wg.data(), I, H, spec);
             qu = quantize_rtn(Wu.data(), I, H, spec);
           } else {
-            const PreparedHessian ph = prepare_hessian(hs.S(e), H, n, spec);
-            qg = quantize_gptq(Wg.data(), I, H, ph, spec);
-            qu = quantize_gptq(Wu.data(), I, H, ph, spec);
+            PreparedHessian ph;
+            {
+              PhaseTimer pt(&rep.phases.factor);
+              ph = prepare_hessian(hs.S(e), H, n, spec);
+            }
+            {
+              PhaseTimer pt(&rep.phases.gptq);
+              qg = quantize_gptq(Wg.data(), I, H, ph, spec);
+              qu = quantize_gptq(Wu.data(), I, H, ph, spec);
+            }
             if (opt.compare_rtn) {
+              PhaseTimer pt(&rep.phases.compare);
               eg = output_error(Wg.data(), qg.w, hs.S(e));
               eu = output_error(Wu.data(), qu.w, hs.S(e));
               rg = output_error(Wg.data(), quantize_rtn(Wg.data(), I, H, spec).w, hs.S(e));
@@ -358,8 +378,11 @@ QuantizeReport quantize_checkpoint(const QuantizeOptions& opt) {
       for (int64_t e0 = 0; e0 < E; e0 += static_cast<int64_t>(per_chunk)) {
         const int64_t e1 = std::min<int64_t>(E, e0 + static_cast<int64_t>(per_chunk));
         ExpertHessians hs(ExpertHessians::Input::kDown, E, I, e0, e1);
-        runner.run(l, *in, nullptr, &hs);
-        hs.finish();
+        {
+          PhaseTimer pt(&rep.phases.forward);
+          runner.run(l, *in, nullptr, &hs);
+          hs.finish();
+        }
         for (int64_t e = e0; e < e1; ++e) {
           if (keep_bf16[e]) continue;
           const int64_t n = hs.rows(e);
@@ -369,11 +392,20 @@ QuantizeReport quantize_checkpoint(const QuantizeOptions& opt) {
           Quantized qd;
           double ed = -1, rd = -1;
           if (rtn) {
+            PhaseTimer pt(&rep.phases.rtn);
             qd = quantize_rtn(Wd.data(), H, I, spec);
           } else {
-            const PreparedHessian ph = prepare_hessian(hs.S(e), I, n, spec);
-            qd = quantize_gptq(Wd.data(), H, I, ph, spec);
+            PreparedHessian ph;
+            {
+              PhaseTimer pt(&rep.phases.factor);
+              ph = prepare_hessian(hs.S(e), I, n, spec);
+            }
+            {
+              PhaseTimer pt(&rep.phases.gptq);
+              qd = quantize_gptq(Wd.data(), H, I, ph, spec);
+            }
             if (opt.compare_rtn) {
+              PhaseTimer pt(&rep.phases.compare);
               ed = output_error(Wd.data(), qd.w, hs.S(e));
               rd = output_error(Wd.data(), quantize_rtn(Wd.data(), H, I, spec).w, hs.S(e));
             }
@@ -387,6 +419,7 @@ QuantizeReport quantize_checkpoint(const QuantizeOptions& opt) {
       }
       // Replay with every expert quantized: the next layer's inputs.
       if (L + 1 < nq) {
+        PhaseTimer pt(&rep.phases.replay);
         out->clear();
         runner.run(l, *in, out.get(), nullptr);
         rep.peak_activation_bytes = std::max(rep.peak_activation_bytes, in->memory_bytes() + out->memory_bytes());
@@ -396,12 +429,21 @@ QuantizeReport quantize_checkpoint(const QuantizeOptions& opt) {
       model::drop_pages(gu.data, gu.nbytes);
       model::drop_pages(dn.data, dn.nbytes);
     }
-    for (auto& p : pending) writer.add(p.name, p.dtype, std::move(p.shape), std::move(p.bytes));
-    for (const TensorInfo* t : layer_tensors[L]) {
-      if (L < nq && (t->name == ep + "gate_up_proj" || t->name == ep + "down_proj")) continue;
-      writer.add_copy(*t);
+    {
+      PhaseTimer pt(&rep.phases.write);
+      for (auto& p : pending) writer.add(p.name, p.dtype, std::move(p.shape), std::move(p.bytes));
+      for (const TensorInfo* t : layer_tensors[L]) {
+        if (L < nq && (t->name == ep + "gate_up_proj" || t->name == ep + "down_proj")) continue;
+        writer.add_copy(*t);
+      }
+      writer.flush_if_full();
     }
-    writer.flush_if_full();
+    if (L < nq) {
+      const PhaseSeconds& p = rep.phases;
+      log_info("layer ", L, " done at ", now_seconds() - t0, " s; so far: calibration passes + Hessians ", p.forward,
+               " s, inverse-Hessian factors ", p.factor, " s, GPTQ column loops ", p.gptq, " s, RTN ", p.rtn,
+               " s, RTN comparison ", p.compare, " s, replay ", p.replay, " s, writing ", p.write, " s");
+    }
   }
   progress.finish();
   in.reset();

@@ -40,6 +40,17 @@ struct ModuleReport {
   double err = -1, err_rtn = -1;         // Σ ||x(W−Q)ᵀ||² over the calibration rows (compare_rtn)
 };
 
+// Wall seconds per phase (summed over layers), for the per-layer log line and docs/PERFORMANCE.md.
+struct PhaseSeconds {
+  double forward = 0;   // calibration passes through the layer, Hessians accumulated on the way
+  double factor = 0;    // dead inputs, ordering, damped inverse-Hessian factor
+  double gptq = 0;      // GPTQ column loops
+  double rtn = 0;       // failsafe rounding
+  double compare = 0;   // --compare-rtn output errors
+  double replay = 0;    // the quantized layer's outputs: the next layer's inputs
+  double write = 0;     // packing and writing shards
+};
+
 struct QuantizeReport {
   std::vector<ModuleReport> modules;
   int64_t quantized_modules = 0, failsafe_modules = 0, skipped_modules = 0;
@@ -47,6 +58,7 @@ struct QuantizeReport {
   double failsafe_threshold = 0;         // in tokens
   int64_t bytes_written = 0;
   double seconds = 0;
+  PhaseSeconds phases;
   size_t peak_activation_bytes = 0, spilled_bytes = 0;
 };
 
