@@ -316,25 +316,16 @@ Quantized quantize_gptq(const float* W, int64_t N, int64_t K, const PreparedHess
 }
 
 double output_error(const float* W, const GptqLinear& q, const float* S) {
+  // Δ = W − Q [N][K]; Y = Δ · S (S symmetric, so Δ · Sᵀ: one ops::matmul); error = Σ Δ ∘ Y.
   const int64_t N = q.rows, K = q.cols;
-  std::vector<double> per_row(N, 0.0);
-  parallel_for(N, 4, [&](int64_t r0, int64_t r1, int) {
-    std::vector<double> d(K);
-    for (int64_t r = r0; r < r1; ++r) {
-      for (int64_t k = 0; k < K; ++k) d[k] = static_cast<double>(W[r * K + k]) - q.weight(r, k);
-      double e = 0.0;
-      for (int64_t i = 0; i < K; ++i) {
-        if (d[i] == 0.0) continue;
-        const float* si = S + i * K;
-        double t = 0.0;
-        for (int64_t j = 0; j < K; ++j) t += si[j] * d[j];
-        e += d[i] * t;
-      }
-      per_row[r] = e;
-    }
+  std::vector<float> D(static_cast<size_t>(N * K)), Y(static_cast<size_t>(N * K));
+  parallel_for(N, 16, [&](int64_t r0, int64_t r1, int) {
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t k = 0; k < K; ++k) D[r * K + k] = W[r * K + k] - q.weight(r, k);
   });
+  ops::matmul(ops::dense_view(ops::WType::F32, S, K, K), D.data(), N, Y.data());
   double total = 0.0;
-  for (double e : per_row) total += e;
+  for (int64_t i = 0; i < N * K; ++i) total += static_cast<double>(D[i]) * Y[i];
   return total;
 }
 

@@ -83,7 +83,8 @@ struct Quantized {
 Quantized quantize_rtn(const float* W, int64_t N, int64_t K, const QuantSpec& s);
 Quantized quantize_gptq(const float* W, int64_t N, int64_t K, const PreparedHessian& h, const QuantSpec& s);
 
-// Σ over the calibration rows of ||x (W − Q)ᵀ||² = Σ_r Δ_r S Δ_rᵀ (double).
+// Σ over the calibration rows of ||x (W − Q)ᵀ||² = Σ_r Δ_r S Δ_rᵀ (Δ S as one fp32
+// ops::matmul, summed in double). Not from inside a parallel_for.
 double output_error(const float* W, const GptqLinear& q, const float* S);
 
 }  // namespace qinfer::quant

@@ -275,6 +275,9 @@ QuantizeReport quantize_checkpoint(const QuantizeOptions& opt) {
   const size_t per_chunk = std::max<size_t>(1, opt.hessian_budget / ExpertHessians::bytes_per_expert(H));
   Progress progress("quantizing expert modules", static_cast<int64_t>(nq) * E * 3);
   int64_t done = 0;
+  auto check_cancel = [&] {
+    if (opt.cancel && opt.cancel->load()) fail("interrupted: ", out_dir.string(), " was not written");
+  };
 
   for (int L = 0; L < tc.num_hidden_layers; ++L) {
     const std::string lname = lp + std::to_string(L) + ".";
@@ -308,6 +311,7 @@ QuantizeReport quantize_checkpoint(const QuantizeOptions& opt) {
         const int64_t e1 = std::min<int64_t>(E, e0 + static_cast<int64_t>(per_chunk));
         ExpertHessians hs(ExpertHessians::Input::kGateUp, E, H, e0, e1);
         {
+          check_cancel();
           PhaseTimer pt(&rep.phases.forward);
           runner.run(l, *in, nullptr, &hs);
           hs.finish();
@@ -315,6 +319,7 @@ QuantizeReport quantize_checkpoint(const QuantizeOptions& opt) {
         if (e0 == 0)
           for (int64_t e = 0; e < E; ++e) counts[e] = hs.rows(e);
         for (int64_t e = e0; e < e1; ++e) {
+          check_cancel();
           const int64_t n = counts[e];
           const std::string m = ep + std::to_string(e) + ".";
           if (threshold < 0 && n == 0) {   // GPTQModel without failsafe leaves it unquantized
@@ -379,11 +384,13 @@ QuantizeReport quantize_checkpoint(const QuantizeOptions& opt) {
         const int64_t e1 = std::min<int64_t>(E, e0 + static_cast<int64_t>(per_chunk));
         ExpertHessians hs(ExpertHessians::Input::kDown, E, I, e0, e1);
         {
+          check_cancel();
           PhaseTimer pt(&rep.phases.forward);
           runner.run(l, *in, nullptr, &hs);
           hs.finish();
         }
         for (int64_t e = e0; e < e1; ++e) {
+          check_cancel();
           if (keep_bf16[e]) continue;
           const int64_t n = hs.rows(e);
           const std::string m = ep + std::to_string(e) + ".";

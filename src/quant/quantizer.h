@@ -9,6 +9,7 @@
 // The output is written into a hidden temporary folder next to --out and renamed
 // to --out only when complete; on any error the temporary folder is removed.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -28,6 +29,9 @@ struct QuantizeOptions {
   size_t hessian_budget = 4ULL << 30;    // expert Hessians held at once (more experts: more forward passes)
   bool compare_rtn = false;              // also measure RTN's output error for every GPTQ module
   int layers = -1;                       // quantize only the first N layers' experts (tests); -1: all
+  // Set (e.g. by a SIGINT handler) to stop: the run fails with "interrupted" at the
+  // next module and removes its temporary output folder.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct ModuleReport {

@@ -267,5 +267,14 @@ TEST(Quantize, BadInputsAreClearErrors) {
   for (const auto& e : fs::directory_iterator(d)) EXPECT_NE(e.path().filename().string().find("partial"), 0u);
 }
 
+TEST(Quantize, CancelStopsAndRemovesTheTemporaryFolder) {
+  const fs::path d = temp_dir("cancel");
+  QuantizeOptions o = tiny_options("qwen35moe-tiny-s1/bf16", d, 4, 64);
+  std::atomic<bool> cancel{true};
+  o.cancel = &cancel;
+  EXPECT_NE(error_of([&] { quantize_checkpoint(o); }).find("interrupted"), std::string::npos);
+  EXPECT_TRUE(fs::is_empty(d)) << "no output and no partial folder";
+}
+
 }  // namespace
 }  // namespace qinfer::quant
