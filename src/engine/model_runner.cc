@@ -66,7 +66,7 @@ class QwenRunner : public ModelRunner {
       m.tokens = s.tokens;
       m.n_tokens = s.n_tokens;
       m.logits = s.logits;
-      m.all_logits = false;
+      m.all_logits = s.all_logits;
       ms.push_back(m);
     }
     model_->forward(ms);

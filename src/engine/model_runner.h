@@ -18,6 +18,7 @@ struct RunnerStep {
   const int* tokens;
   int64_t n_tokens;      // >= 1: a prefill chunk or one decode token
   float* logits;         // [vocab] row of the step's last token
+  bool all_logits = false;  // true: logits is [n_tokens][vocab], one row per token
 };
 
 class ModelRunner {
