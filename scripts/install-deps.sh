@@ -5,7 +5,8 @@ SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 PKGS=(build-essential cmake ninja-build pkg-config
       nlohmann-json3-dev libcpp-httplib-dev libpcre2-dev libicu-dev
       libgtest-dev libgmock-dev libbenchmark-dev
-      curl python3 python3-jinja2 python3-numpy)
+      curl python3 python3-jinja2 python3-numpy
+      libssl-dev openssl nginx chromium)  # TLS (cpp-httplib SSLServer), e2e: nginx replicas, headless Chromium
 # node and npm: the nodesource 'nodejs' package ships npm itself and conflicts with
 # Debian's 'npm'; install Debian's pair only where no node is present at all.
 command -v node >/dev/null 2>&1 || PKGS+=(nodejs)
