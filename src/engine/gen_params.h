@@ -3,9 +3,14 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+namespace qinfer::grammar {
+class Grammar;
+}
 
 namespace qinfer::engine {
 
@@ -28,6 +33,11 @@ struct GenParams {
   // -1: none; N >= 0: the logprob (and rank) of every prompt token after the first, from the
   // unmodified logits of the position before it, plus the top N there (vLLM prompt_logprobs).
   int prompt_logprobs = -1;
+  // Structured outputs: every sampled token must keep the output inside this grammar; EOS
+  // only where it accepts; the output ends once it is complete. With grammar_start_after
+  // >= 0 (the </think> id when thinking is on) the constraint starts after that token.
+  std::shared_ptr<const grammar::Grammar> grammar;
+  int grammar_start_after = -1;
 };
 
 enum class FinishReason { kNone, kStop, kLength, kAbort, kError };

@@ -30,8 +30,8 @@ SeqSampler::SeqSampler(const GenParams& g, const std::vector<int>& prompt, int v
 
 SeqSampler::~SeqSampler() = default;
 
-int SeqSampler::sample(const float* logits, TokenOut* info) {
-  sampling::SampleResult r = impl_->sampler.sample(std::span<const float>(logits, impl_->vocab));
+int SeqSampler::sample(const float* logits, TokenOut* info, const uint64_t* allowed) {
+  sampling::SampleResult r = impl_->sampler.sample(std::span<const float>(logits, impl_->vocab), allowed);
   if (info) {
     info->token = r.token;
     info->logprob = r.logprob;

@@ -1,4 +1,4 @@
-// Gated full attention (spec §3.4): per-head [query | gate] projection, zero-centred
+// Gated full attention (docs/MODEL.md §4): per-head [query | gate] projection, zero-centred
 // q/k norms, partial interleaved mRoPE, KV cache, causal GQA softmax attention,
 // sigmoid output gate, o_proj.
 #include <algorithm>

@@ -47,20 +47,6 @@ bool Model::has_mtp() const { return w_->mtp != nullptr; }
 size_t Model::weight_bytes() const { return w_->bytes(); }
 
 namespace {
-StateShape state_shape(const TextConfig& tc, bool mtp) {
-  StateShape s;
-  s.num_full_layers = tc.num_full_layers();
-  s.num_linear_layers = tc.num_hidden_layers - s.num_full_layers;
-  s.num_mtp_layers = mtp ? 1 : 0;
-  s.kv_width = static_cast<int64_t>(tc.num_key_value_heads) * tc.head_dim;
-  s.conv_rows = tc.linear_conv_kernel_dim - 1;
-  s.conv_dim = 2LL * tc.linear_num_key_heads * tc.linear_key_head_dim +
-               static_cast<int64_t>(tc.linear_num_value_heads) * tc.linear_value_head_dim;
-  s.ssm_size = static_cast<int64_t>(tc.linear_num_value_heads) * tc.linear_key_head_dim * tc.linear_value_head_dim;
-  return s;
-}
-
-
 // Token ids inside the vocabulary and positions below max_position_embeddings.
 void check_tokens(const char* what, size_t step, const int* tokens, int64_t n, int64_t pos0, int64_t vocab,
                   int64_t max_pos) {
@@ -121,7 +107,7 @@ void head(const TextConfig& tc, const std::vector<float>& norm, const model::Lin
 }  // namespace
 
 std::unique_ptr<SequenceState> Model::new_sequence() const {
-  return std::make_unique<SequenceState>(state_shape(config_.text, w_->mtp != nullptr));
+  return std::make_unique<SequenceState>(model::text_state_shape(config_.text, w_->mtp != nullptr));
 }
 
 void Model::forward(const std::vector<Step>& steps, ForwardTrace* trace) {
@@ -169,7 +155,7 @@ void Model::forward(const std::vector<Step>& steps, ForwardTrace* trace) {
 void Model::validate(const std::vector<Step>& steps) const {
   const TextConfig& tc = config_.text;
   const int64_t V = tc.vocab_size;
-  const StateShape shape = state_shape(tc, w_->mtp != nullptr);
+  const StateShape shape = model::text_state_shape(tc, w_->mtp != nullptr);
   std::set<const SequenceState*> seen;
   for (size_t s = 0; s < steps.size(); ++s) {
     const Step& st = steps[s];
@@ -227,7 +213,7 @@ void Model::forward_mtp(const std::vector<MtpStep>& steps) {
   const TextConfig& tc = config_.text;
   const int64_t H = tc.hidden_size, V = tc.vocab_size;
   if (steps.empty()) return;
-  const StateShape shape = state_shape(tc, true);
+  const StateShape shape = model::text_state_shape(tc, true);
   std::set<const SequenceState*> seen;
   std::vector<model::Span> spans;
   std::vector<Out> outs;

@@ -1,7 +1,7 @@
 // The Qwen3.5/3.6 MoE text model (Qwen3_5MoeForConditionalGeneration /
 // Qwen3_5MoeForCausalLM): loading a Hugging Face checkpoint folder (BF16/F16/F32
 // or GPTQ 4-bit experts) and the batched fp32 forward pass with per-sequence
-// caches. See /work/shared/spec/model.md for the math.
+// caches. docs/MODEL.md describes the math.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -63,7 +63,7 @@ class Model {
   void forward(const std::vector<Step>& steps, ForwardTrace* trace = nullptr);
   static constexpr int64_t kMaxCallTokens = 512;   // a multiple of the delta-rule chunk (64)
 
-  // MTP draft head (spec §5; needs LoadOptions::load_mtp). Row t of a step takes the
+  // MTP draft head (docs/MODEL.md §6; needs LoadOptions::load_mtp). Row t of a step takes the
   // main model's post-norm hidden state hidden[t] and the token that follows that
   // position, next_tokens[t]; its rotary position is state->mtp_tokens() + t and it
   // attends over the sequence's own MTP KV cache (rows written by earlier calls).

@@ -22,13 +22,6 @@ bool neutral(const ojson& v) {
 }
 
 const Field kBoth[] = {
-    {"guided_json", "structured outputs (guided decoding) are not implemented"},
-    {"guided_regex", "structured outputs (guided decoding) are not implemented"},
-    {"guided_choice", "structured outputs (guided decoding) are not implemented"},
-    {"guided_grammar", "structured outputs (guided decoding) are not implemented"},
-    {"guided_decoding_backend", "structured outputs (guided decoding) are not implemented"},
-    {"guided_whitespace_pattern", "structured outputs (guided decoding) are not implemented"},
-    {"structured_outputs", "structured outputs (guided decoding) are not implemented"},
     {"use_beam_search", "beam search is not implemented"},
     {"allowed_token_ids", "allowed_token_ids is not implemented"},
     {"bad_words", "bad_words is not implemented"},

@@ -376,15 +376,16 @@ TEST(ServingOps, PromptLogprobsAndEchoAsVllm) {
 TEST(ServingOps, UnimplementedFieldsAre400NamingThem) {
   Live s{ServeOptions{}};
   s.script("ok");
-  for (const char* f : {"guided_json", "guided_regex", "use_beam_search", "allowed_token_ids"}) {
+  for (const char* f : {"bad_words", "priority", "use_beam_search", "allowed_token_ids"}) {
     json b = chat("x");
-    b[f] = std::string(f) == "use_beam_search" ? json(true) : json(std::string(f) == "allowed_token_ids" ? json({1, 2}) : json("x"));
+    const std::string n = f;
+    b[f] = n == "use_beam_search" ? json(true) : n == "allowed_token_ids" ? json({1, 2}) : n == "priority" ? json(1) : json("x");
     auto r = s.post("/v1/chat/completions", b);
     ASSERT_EQ(r->status, 400) << f;
     EXPECT_EQ(json::parse(r->body)["error"]["param"], f);
   }
   json neutral = chat("x");
-  neutral["guided_json"] = nullptr;
+  neutral["bad_words"] = nullptr;
   neutral["use_beam_search"] = false;
   EXPECT_EQ(s.post("/v1/chat/completions", neutral)->status, 200);
   auto sfx = s.post("/v1/completions", {{"prompt", "def f("}, {"suffix", "return x"}});

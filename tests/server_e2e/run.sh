@@ -12,7 +12,7 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 BUILD="$(cd "${1:-$ROOT/build}" && pwd)"
 QINFER="$BUILD/qinfer"
-SHARED="$ROOT/../shared"
+DEMO_TOKENIZER="$ROOT/assets/tokenizer/qwen3.5"
 FIXTURES="$ROOT/tests/fixtures"
 [ -x "$QINFER" ] || { echo "no $QINFER (build the qinfer target first)" >&2; exit 1; }
 TMP="$(mktemp -d)"
@@ -56,6 +56,28 @@ wait_ready() {  # PID STDOUT STDERR -> READY_PORT, READY_BASE once /health is 20
   READY_BASE="$scheme://127.0.0.1:$READY_PORT"
 }
 
+stop_server() {  # SIGTERM: the server drains and must exit 0
+  local rc=0
+  kill -TERM "$SERVER_PID"; wait "$SERVER_PID" || rc=$?
+  SERVER_PID=""
+  [ "$rc" = 0 ] || { tail -n 20 "$TMP/server.err" >&2; echo "server exited $rc after SIGTERM" >&2; exit 1; }
+}
+
+metric() {  # NAME -> its value on $BASE/metrics (the one line of that name with labels)
+  curl -sf "$BASE/metrics" | sed -n "s/^$1{[^}]*} \([0-9.e+-]*\)\$/\1/p" | head -n 1
+}
+
+wait_metric() {  # NAME VALUE: up to 10 s
+  local _
+  for _ in $(seq 1 200); do awk -v a="$(metric "$1")" -v b="$2" 'BEGIN { exit !(a != "" && a + 0 == b + 0) }' && return 0; sleep 0.05; done
+  echo "$1 never reached $2 (now $(metric "$1"))" >&2; exit 1
+}
+
+post_completion() {  # BODY OUT_FILE -> the HTTP status on stdout; headers in OUT_FILE.h
+  curl -sN -o "$2" -D "$2.h" -w '%{http_code}' -H "Authorization: Bearer sk-e2e" -H 'Content-Type: application/json' \
+    "$BASE/v1/completions" -d "$1"
+}
+
 curl_checks() {  # MODE
   local mode="$1" auth=(-H "Authorization: Bearer sk-e2e") code
   curl -sf "$BASE/health" >/dev/null
@@ -73,8 +95,8 @@ curl_checks() {  # MODE
   grep -qi '^access-control-allow-origin: \*' "$TMP/h.txt"
   # A vLLM field this server does not implement is a 400 naming it.
   code="$(curl -s -o "$TMP/err.json" -w '%{http_code}' "${auth[@]}" -H 'Content-Type: application/json' \
-    "$BASE/v1/completions" -d '{"model": "e2e", "prompt": [1], "max_tokens": 2, "guided_regex": "a+"}')"
-  [ "$code" = 400 ] && grep -q '"param":"guided_regex"' "$TMP/err.json"
+    "$BASE/v1/completions" -d '{"model": "e2e", "prompt": [1], "max_tokens": 2, "use_beam_search": true}')"
+  [ "$code" = 400 ] && grep -q '"param":"use_beam_search"' "$TMP/err.json"
   local prompt='"prompt": [1, 2, 3]'
   [ "$mode" = chat ] && prompt='"prompt": "Hello"'
   curl -sfN "${auth[@]}" -H 'Content-Type: application/json' "$BASE/v1/completions" \
@@ -105,7 +127,7 @@ run_suite() {  # MODEL_DIR MODE
     --limit-mm-per-prompt '{"image": 2}'
   curl_checks "$2"
   (cd "$HERE" && QINFER_BASE_URL="$BASE/v1" QINFER_MODE="$2" QINFER_MODEL_NAME=e2e QINFER_API_KEY=sk-e2e \
-    timeout 600 node --test --test-reporter=spec e2e.test.mjs)
+    timeout 600 node --test --test-concurrency=1 --test-reporter=spec e2e.test.mjs structured.test.mjs)
   if [ "$2" = chat ]; then  # the chat page in headless Chromium
     (cd "$HERE" && QINFER_BASE="$BASE" QINFER_API_KEY=sk-e2e QINFER_SCREENSHOT="${QINFER_SCREENSHOT:-$TMP/webui.png}" \
       timeout 300 node --test --test-reporter=spec webui.test.mjs)
@@ -129,6 +151,45 @@ tls_suite() {  # MODEL_DIR: HTTPS with a self-signed certificate made here by th
   fi
   stop_server
   echo "TLS checks passed"
+}
+
+ops_suite() {  # MODEL_DIR: the bounded queue, --request-timeout, and the SIGTERM drain deadline
+  # The tiny model makes ~600 tokens/s here: 4000 tokens run for seconds, far past the 1 s timeout.
+  local long='{"model": "e2e", "prompt": [1, 2, 3], "max_tokens": 4000, "ignore_eos": true}' q1 q2 code t0 rc
+  start_server "$1" e2e --max-num-seqs 1 --max-waiting-requests 1 --request-timeout 1
+  post_completion "$long" "$TMP/q1.json" >"$TMP/q1.code" & q1=$!
+  wait_metric vllm:num_requests_running 1
+  post_completion '{"model": "e2e", "prompt": [4, 5], "max_tokens": 3}' "$TMP/q2.json" >"$TMP/q2.code" & q2=$!
+  wait_metric vllm:num_requests_waiting 1
+  # One running + one waiting fill it: the next request is refused at once, not queued.
+  code="$(post_completion "$long" "$TMP/q3.json")"
+  [ "$code" = 503 ] && grep -q '"code":"queue_full"' "$TMP/q3.json" && grep -qi '^retry-after: 1' "$TMP/q3.json.h" \
+    || { echo "full queue: HTTP $code $(cat "$TMP/q3.json")" >&2; exit 1; }
+  wait "$q1" "$q2"
+  # The long request was ended by --request-timeout (504), then the waiting one ran.
+  [ "$(cat "$TMP/q1.code")" = 504 ] && grep -q '"code":"request_timeout"' "$TMP/q1.json" \
+    || { echo "timeout: HTTP $(cat "$TMP/q1.code") $(head -c 300 "$TMP/q1.json")" >&2; exit 1; }
+  [ "$(cat "$TMP/q2.code")" = 200 ] && grep -q '"finish_reason":"length"' "$TMP/q2.json"
+  [ "$(metric qinfer_requests_rejected_total)" = 1.0 ]
+  stop_server
+  # SIGTERM with a stream running past --drain-timeout: new requests get 503 while it drains,
+  # the stream is cut at the deadline, and the process still exits 0.
+  start_server "$1" e2e --drain-timeout 1
+  post_completion "${long%\}}, \"stream\": true}" "$TMP/d1.txt" >/dev/null & q1=$!
+  wait_metric vllm:num_requests_running 1
+  t0=$(date +%s%N)
+  kill -TERM "$SERVER_PID"
+  for _ in $(seq 1 100); do grep -q 'draining:' "$TMP/server.err" && break; sleep 0.02; done
+  [ "$(curl -s -o /dev/null -w '%{http_code}' "$BASE/health")" = 503 ]
+  [ "$(post_completion '{"model": "e2e", "prompt": [1], "max_tokens": 2}' "$TMP/d2.json")" = 503 ]
+  rc=0; wait "$SERVER_PID" || rc=$?
+  SERVER_PID=""
+  wait "$q1" || true
+  [ "$rc" = 0 ] || { tail -n 20 "$TMP/server.err" >&2; echo "drained server exited $rc" >&2; exit 1; }
+  (( ($(date +%s%N) - t0) / 1000000 < 4000 )) || { echo "drain took longer than its 1 s deadline + 3 s" >&2; exit 1; }
+  grep -q 'drain deadline passed with 1 request(s) still running' "$TMP/server.err"
+  grep -q '^data: {' "$TMP/d1.txt"
+  echo "queue, timeout and drain checks passed"
 }
 
 deploy_suite() {  # MODEL_DIR: two replicas behind nginx with deploy/nginx/qinfer.conf
@@ -179,11 +240,12 @@ deploy_suite() {  # MODEL_DIR: two replicas behind nginx with deploy/nginx/qinfe
 
 run_suite "$FIXTURES/text/qwen35moe-tiny-s1/bf16" ids
 tls_suite "$FIXTURES/text/qwen35moe-tiny-s1/bf16"
+ops_suite "$FIXTURES/text/qwen35moe-tiny-s1/bf16"
 deploy_suite "$FIXTURES/text/qwen35moe-tiny-s1/bf16"
 DEMO="${QINFER_DEMO_MODEL:-}"
 if [ -z "$DEMO" ]; then
   DEMO="$TMP/demo"
-  "$QINFER" synth --demo --tokenizer "$SHARED/data/tokenizer/qwen3.5" --out "$DEMO" 2>"$TMP/synth.err" \
+  "$QINFER" synth --demo --tokenizer "$DEMO_TOKENIZER" --out "$DEMO" 2>"$TMP/synth.err" \
     || { cat "$TMP/synth.err" >&2; exit 1; }
 fi
 run_suite "$DEMO" chat
