@@ -17,11 +17,10 @@ const exe = process.env.QINFER_CHROMIUM || '/usr/bin/chromium';
 
 test('chat page streams a reply in headless Chromium', { timeout: 180000 }, async () => {
   assert.ok(fs.existsSync(exe), `${exe} missing (scripts/install-deps.sh installs Debian's chromium)`);
-  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'qinfer-chromium-'));
   const browser = await chromium.launch({
     executablePath: exe, headless: true,
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', `--user-data-dir=${profile}`],
+      '--disable-component-update', '--disable-sync'],  // playwright makes (and removes) a temporary profile
   });
   try {
     const page = await browser.newPage({ viewport: { width: 1000, height: 700 } });
@@ -59,6 +58,5 @@ test('chat page streams a reply in headless Chromium', { timeout: 180000 }, asyn
     assert.deepEqual(errors, []);
   } finally {
     await browser.close();
-    fs.rmSync(profile, { recursive: true, force: true });
   }
 });
