@@ -131,7 +131,10 @@ run_suite() {  # MODEL_DIR MODE
   curl_checks "$2"
   (cd "$HERE" && QINFER_BASE_URL="$BASE/v1" QINFER_MODE="$2" QINFER_MODEL_NAME=e2e QINFER_API_KEY=sk-e2e \
     timeout 600 node --test --test-concurrency=1 --test-reporter=spec e2e.test.mjs structured.test.mjs)
-  if [ "$2" = chat ]; then  # the chat page in headless Chromium
+  if [ "$2" = chat ] && [ ! -x "${QINFER_CHROMIUM:-/usr/bin/chromium}" ]; then
+    echo "server e2e: SKIPPED chat page test: ${QINFER_CHROMIUM:-/usr/bin/chromium} is missing" \
+      "(scripts/install-deps.sh installs Debian's chromium)" >&2
+  elif [ "$2" = chat ]; then  # the chat page in headless Chromium
     (cd "$HERE" && QINFER_BASE="$BASE" QINFER_API_KEY=sk-e2e QINFER_SCREENSHOT="${QINFER_SCREENSHOT:-$TMP/webui.png}" \
       timeout 300 node --test --test-reporter=spec webui.test.mjs)
   fi
@@ -139,6 +142,10 @@ run_suite() {  # MODEL_DIR MODE
 }
 
 tls_suite() {  # MODEL_DIR: HTTPS with a self-signed certificate made here by the openssl CLI
+  if ! command -v openssl >/dev/null; then
+    echo "server e2e: SKIPPED TLS suite: the openssl CLI is not installed (scripts/install-deps.sh installs it)" >&2
+    return 0
+  fi
   openssl req -x509 -newkey rsa:2048 -nodes -keyout "$TMP/key.pem" -out "$TMP/cert.pem" -days 1 \
     -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 2>/dev/null
   start_server "$1" e2e --ssl-keyfile "$TMP/key.pem" --ssl-certfile "$TMP/cert.pem"
@@ -196,7 +203,9 @@ ops_suite() {  # MODEL_DIR: the bounded queue, --request-timeout, and the SIGTER
 }
 
 deploy_suite() {  # MODEL_DIR: two replicas behind nginx with deploy/nginx/qinfer.conf
-  command -v nginx >/dev/null || { echo "nginx missing (scripts/install-deps.sh installs it)" >&2; exit 1; }
+  if ! command -v nginx >/dev/null; then
+    echo "server e2e: SKIPPED deploy suite: nginx is not installed (scripts/install-deps.sh installs it)" >&2; return 0
+  fi
   local dir="$1" i pids=() bases=() ng="$TMP/nginx" lbport
   for i in 1 2; do
     "$QINFER" serve "$dir" --host 127.0.0.1 --port 0 --served-model-name e2e --api-key sk-e2e --max-num-seqs 8 \
