@@ -115,6 +115,9 @@ struct HttpServer::Impl {
   RequestRegistry registry;
   std::atomic<int> phase{kLoading};
   std::atomic<bool> stopping{false};  // set by stop(): running responses end at once
+  // serve() entered / returned: stop() right after start (a load that fails at once) must not
+  // miss a listen loop that had not begun yet, which would then run forever.
+  std::atomic<bool> serve_entered{false}, serve_returned{false};
   std::atomic<int> inflight{0};       // generation requests whose response is not finished
 
   explicit Impl(const ServeOptions& o) : opts(o) {
@@ -583,10 +586,19 @@ int HttpServer::bind() {
   return port;
 }
 
-void HttpServer::serve() { impl_->svr->listen_after_bind(); }
+void HttpServer::serve() {
+  impl_->serve_entered = true;
+  if (!impl_->stopping) impl_->svr->listen_after_bind();
+  impl_->serve_returned = true;
+}
 
 void HttpServer::stop() {
   impl_->stopping = true;
+  if (impl_->serve_entered) {  // it may be between the stopping check and the listen loop's start
+    while (!impl_->svr->is_running() && !impl_->serve_returned) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
   if (impl_->svr->is_running()) impl_->svr->stop();
 }
 
