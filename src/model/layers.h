@@ -16,6 +16,11 @@ struct Span {
   int64_t begin = 0;   // first batch row
   int64_t n = 0;       // rows
   int64_t pos0 = 0;    // position of the first row (tokens already in the cache)
+  // Rotary positions (images, mRoPE): mrope_pos [n][3] (t, h, w) when given, else
+  // pos0 + t + rope_delta on all three streams. KV slots and the causal mask
+  // always follow the token index pos0 + t.
+  const int64_t* mrope_pos = nullptr;
+  int64_t rope_delta = 0;
 };
 
 // Gated DeltaNet token mixer: U [N][H] (normed input) -> out [N][H].
