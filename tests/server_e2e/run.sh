@@ -84,7 +84,9 @@ curl_checks() {  # MODE
   curl -sf "$BASE/health" >/dev/null
   [ "$(curl -s -o /dev/null -w '%{http_code}' "$BASE/v1/models")" = 401 ]
   curl -sf "${auth[@]}" "$BASE/v1/models" | grep -q '"object":"list"'
-  curl -sf "$BASE/metrics" | grep -q '^vllm:generation_tokens_total{model_name="e2e",engine="0"} '
+  # (saved first: grep -q stopping early would SIGPIPE curl and fail the pipeline)
+  curl -sf "$BASE/metrics" >"$TMP/metrics.txt"
+  grep -q '^vllm:generation_tokens_total{model_name="e2e",engine="0"} ' "$TMP/metrics.txt"
   curl -sf "$BASE/version" | grep -q '"version":'
   curl -sf "$BASE/ping" >/dev/null
   # X-Request-Id: taken from the client, echoed, and on the request's access-log line.
@@ -116,7 +118,8 @@ curl_checks() {  # MODE
     grep -q '"count":2,"max_model_len":[0-9]*,' "$TMP/tok.json"
     curl -sf -H 'Content-Type: application/json' "$BASE/detokenize" \
       -d "{\"tokens\": $(sed 's/.*"tokens":\(\[[0-9,]*\]\).*/\1/' "$TMP/tok.json")}" | grep -q '"prompt":"Hello world"'
-    curl -sf "$BASE/" | grep -q '<title>qinfer chat</title>'
+    curl -sf "$BASE/" >"$TMP/page.html"
+    grep -q '<title>qinfer chat</title>' "$TMP/page.html"
   fi
   sleep 0.2
   grep -q '^.*access: 127\.0\.0\.1 GET /v1/models 200 id=e2e-trace-7 ' "$TMP/server.err" \
