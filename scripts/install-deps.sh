@@ -9,7 +9,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 PKGS=(build-essential cmake ninja-build pkg-config
       nlohmann-json3-dev libcpp-httplib-dev libpcre2-dev libicu-dev
-      libgtest-dev libgmock-dev libbenchmark-dev
+      libgtest-dev libgmock-dev libbenchmark-dev libedit-dev
       curl python3 python3-jinja2 python3-numpy)
 # node and npm: the nodesource 'nodejs' package ships npm itself and conflicts with
 # Debian's 'npm'; install Debian's pair only where no node is present at all.

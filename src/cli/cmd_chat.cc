@@ -1,6 +1,7 @@
 // qinfer chat --model DIR: an interactive conversation in the terminal.
-// Streams the reply; thinking is shown dimmed (or hidden with --hide-thinking);
-// /reset starts over, /exit (or Ctrl-D) quits; Ctrl-C stops the reply, not the program.
+// Streams the reply; thinking is shown dimmed (or hidden with --hide-thinking).
+// Input and line editing: chat_input.h; the /commands: chat_commands.h.
+// Ctrl-C stops the reply, not the program.
 #include <unistd.h>
 
 #include <atomic>
@@ -10,6 +11,8 @@
 #include <string>
 
 #include "chat/reasoning_parser.h"
+#include "cli/chat_commands.h"
+#include "cli/chat_input.h"
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
 #include "jinja/chat_template.h"
@@ -21,8 +24,8 @@ namespace qinfer::cli {
 
 namespace {
 
-std::atomic<bool> g_interrupted{false};
-void on_sigint(int) { g_interrupted = true; }
+volatile std::sig_atomic_t g_interrupted = 0;
+void on_sigint(int) { g_interrupted = 1; }
 
 }  // namespace
 
@@ -32,9 +35,11 @@ int cmd_chat(int argc, char** argv) {
     specs.push_back(s);
   Args a(argc, argv, specs);
   if (a.has("help")) {
-    std::fprintf(stderr, "usage: qinfer chat --model DIR [--system TEXT] [--no-think] [--hide-thinking]\n%s"
-                         "In the chat: /reset clears the conversation, /exit or Ctrl-D quits,\n"
-                         "Ctrl-C stops the reply being written.\n", generation_flags_help());
+    std::fprintf(stderr, "usage: qinfer chat --model DIR [--system TEXT] [--no-think] [--hide-thinking]\n%s",
+                 generation_flags_help());
+    ChatState none;
+    std::string help = "/help";
+    run_chat_command(none, help);
     return 0;
   }
   // Qwen's recommended sampling for thinking mode unless overridden.
@@ -56,33 +61,24 @@ int cmd_chat(int argc, char** argv) {
   const char* dim = tty ? "\x1b[2m" : "";
   const char* reset = tty ? "\x1b[0m" : "";
 
-  nlohmann::json messages = nlohmann::json::array();
-  if (a.has("system")) messages.push_back({{"role", "system"}, {"content", a.get("system")}});
-  std::fprintf(stderr, "qinfer chat: /reset clears the conversation, /exit quits, Ctrl-C stops a reply.\n");
-  for (;;) {
-    std::fprintf(stdout, "\n> ");
-    std::fflush(stdout);
-    std::string line;
-    g_interrupted = false;
-    if (!std::getline(std::cin, line)) {
-      if (g_interrupted) {  // Ctrl-C at the prompt: clear the line, keep going
-        std::cin.clear();
-        continue;
-      }
+  ChatState st;
+  if (a.has("system")) st.system = a.get("system");
+  ChatInput input(isatty(0) != 0);
+  std::fprintf(stderr, "qinfer chat: /help lists the commands, /exit quits, Ctrl-C stops a reply.\n");
+  while (!st.quit) {
+    std::fprintf(stdout, "\n");
+    g_interrupted = 0;
+    std::optional<std::string> got = input.read_message();
+    if (!got && g_interrupted) got = "";  // Ctrl-C at the prompt: clear the line, keep going
+    if (!got) {
       std::fprintf(stdout, "\n");
       break;
     }
-    if (line == "/exit" || line == "/quit") break;
-    if (line == "/reset") {
-      nlohmann::json keep = nlohmann::json::array();
-      if (a.has("system")) keep.push_back(messages[0]);
-      messages = keep;
-      std::fprintf(stderr, "(conversation cleared)\n");
-      continue;
-    }
+    std::string line = *got;
+    if (run_chat_command(st, line)) continue;
     if (line.empty()) continue;
-    messages.push_back({{"role", "user"}, {"content", line}});
-    std::string prompt_text = eng->chat_template()->apply(messages, nullptr, true, {{"enable_thinking", thinking}});
+    st.messages.push_back({{"role", "user"}, {"content", line}});
+    std::string prompt_text = eng->chat_template()->apply(st.conversation(), nullptr, true, {{"enable_thinking", thinking}});
     std::vector<int> prompt = eng->tokenizer()->encode(prompt_text, true);
     chat::ReasoningStream split(chat::prompt_ends_reasoning(prompt_text));
     std::string reply;  // everything generated, for the history
@@ -104,11 +100,11 @@ int cmd_chat(int argc, char** argv) {
       }
       std::fflush(stdout);
     };
-    g_interrupted = false;
+    g_interrupted = 0;
     engine::GenResult r = eng->generate(prompt, params, [&](const engine::GenEvent& ev) {
       reply += ev.text;
       show(split.push(ev.text));
-      return !g_interrupted.load();
+      return g_interrupted == 0;
     });
     show(split.finish());
     if (in_thinking_style) std::fputs(reset, stdout);
@@ -118,7 +114,7 @@ int cmd_chat(int argc, char** argv) {
     chat::ReasoningSplit parts = chat::split_reasoning(reply, thinking);
     nlohmann::json msg = {{"role", "assistant"}, {"content", parts.content.value_or("")}};
     if (parts.reasoning) msg["reasoning_content"] = *parts.reasoning;
-    messages.push_back(msg);
+    st.messages.push_back(msg);
     std::fprintf(stdout, "\n");
   }
   return 0;
