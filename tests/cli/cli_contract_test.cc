@@ -453,19 +453,23 @@ TEST_F(DemoModel, ChatCommandsSaveAndLoad) {
 }
 
 // On a real terminal (a pty through script(1)): libedit line editing (backspace), history
-// recall with the up arrow, and the history file under $XDG_STATE_HOME/qinfer.
+// recall with the up arrow, the history file under $XDG_STATE_HOME/qinfer, and bracketed
+// paste (a multi-line paste is one message; a one-line paste is typed into the line).
 TEST_F(DemoModel, ChatLineEditingOnATerminal) {
   if (std::system("command -v script >/dev/null 2>&1") != 0) GTEST_SKIP() << "script(1) not installed";
   std::string state = temp_path("state"), saved = temp_path("tty.json"), keys = temp_path("keys.txt");
   fs::remove_all(state);
   fs::remove(saved);
-  std::ofstream(keys) << "/system one\r\x1b[A two\r/save " << saved << "X\x7f\r/exit\r";
+  std::ofstream(keys) << "/system one\r\x1b[A two\r"
+                       << "say: \x1b[200~hello\nworld\x1b[201~"
+                       << "\x1b[200~/sa\x1b[201~ve " << saved << "X\x7f\r/exit\r";
   std::string cmd = "XDG_STATE_HOME=" + state + " timeout 120 script -qec '" + std::string(QINFER_BINARY) +
-                    " chat --model " + dir_ + " --max-tokens 2' /dev/null < " + keys + " > /dev/null 2>&1";
+                    " chat --model " + dir_ + " --max-tokens 2 --no-think' /dev/null < " + keys + " > /dev/null 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   nlohmann::json conv = nlohmann::json::parse(slurp(saved));  // the X was erased by the backspace
-  ASSERT_EQ(conv.size(), 1u);
+  ASSERT_EQ(conv.size(), 3u) << conv.dump();
   EXPECT_EQ(conv[0]["content"], "one two");  // the up arrow brought back "/system one"
+  EXPECT_EQ(conv[1], (nlohmann::json{{"role", "user"}, {"content", "say: hello\nworld"}}));
   std::string hist = slurp(state + "/qinfer/chat_history");
   EXPECT_NE(hist.find("/system\\040one\\040two"), std::string::npos) << hist;
 }
