@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "cli/image_flags.h"
 #include "util/error.h"
 
 namespace qinfer::cli {
@@ -57,6 +58,8 @@ void load_conversation(ChatState& st, const std::string& path) {
   }
   st.system = next.system;
   st.messages = next.messages;
+  st.images.clear();  // a saved conversation holds no image data
+  st.pending_images = 0;
 }
 
 namespace {
@@ -86,12 +89,22 @@ const std::vector<ChatCommand>& chat_commands() {
       {"reset", "", "clear the conversation (the system prompt stays)",
        [](ChatState& st, const std::string&) {
          st.messages = nlohmann::json::array();
+         st.images.clear();
+         st.pending_images = 0;
          std::fprintf(stderr, "(conversation cleared)\n");
        }},
       {"system", "[TEXT]", "set the system prompt; with no text, remove it",
        [](ChatState& st, const std::string& arg) {
          if (arg.empty()) st.system.reset(), std::fprintf(stderr, "(system prompt removed)\n");
          else st.system = arg, std::fprintf(stderr, "(system prompt set)\n");
+       }},
+      {"image", "PATH", "attach an image (PNG, JPEG, WebP, GIF) to the next message",
+       [](ChatState& st, const std::string& arg) {
+         if (arg.empty()) throw Error("/image needs a file name: /image PATH");
+         ImageList one = load_images({arg}, st.model_dir);
+         st.images.push_back(one->front());
+         ++st.pending_images;
+         std::fprintf(stderr, "(image attached to the next message: %s)\n", arg.c_str());
        }},
       {"save", "FILE", "write the conversation as JSON messages",
        [](ChatState& st, const std::string& arg) {

@@ -1,5 +1,5 @@
-// The slash commands of `qinfer chat` (/help, /reset, /system, /save, /load,
-// /exit) and the conversation state they act on. One table entry per command:
+// The slash commands of `qinfer chat` (/help, /reset, /system, /image, /save,
+// /load, /exit) and the conversation state they act on. One table entry per command:
 // adding a command is adding a row to chat_commands() in chat_commands.cc.
 #pragma once
 #include <functional>
@@ -8,12 +8,19 @@
 #include <string>
 #include <vector>
 
+#include "vision/preprocess.h"
+
 namespace qinfer::cli {
 
 struct ChatState {
   std::optional<std::string> system;                       // the system prompt, if any
   nlohmann::json messages = nlohmann::json::array();       // user/assistant turns (no system)
   bool quit = false;
+  std::string model_dir;  // /image reads preprocessor_config.json from it
+  // Every image of the conversation, in prompt order (the whole history is re-rendered
+  // each turn), and how many of them wait for the next message.
+  std::vector<vision::ImagePatches> images;
+  size_t pending_images = 0;
   // The messages the chat template sees: the system prompt first, then the turns.
   nlohmann::json conversation() const;
 };

@@ -1,6 +1,7 @@
 // qinfer chat --model DIR: an interactive conversation in the terminal.
 // Streams the reply; thinking is shown dimmed (or hidden with --hide-thinking).
-// Input and line editing: chat_input.h; the /commands: chat_commands.h.
+// Input and line editing: chat_input.h; the /commands (among them /image PATH, which
+// attaches an image to the next message): chat_commands.h.
 // Ctrl-C stops the reply, not the program.
 #include <unistd.h>
 
@@ -49,7 +50,8 @@ int cmd_chat(int argc, char** argv) {
   if (!a.has("max-tokens")) params.max_tokens = 4096;
   const bool thinking = !a.has("no-think");
   const bool hide_thinking = a.has("hide-thinking");
-  auto eng = engine::Engine::load(model_dir_from_args(a), engine_options_from_args(a));
+  const std::string dir = model_dir_from_args(a);
+  auto eng = engine::Engine::load(dir, engine_options_from_args(a));
   if (!eng->tokenizer() || !eng->chat_template())
     fail(a.get("model"), ": chat needs tokenizer.json and a chat template in the model folder");
 
@@ -62,6 +64,7 @@ int cmd_chat(int argc, char** argv) {
   const char* reset = tty ? "\x1b[0m" : "";
 
   ChatState st;
+  st.model_dir = dir;
   if (a.has("system")) st.system = a.get("system");
   ChatInput input(isatty(0) != 0);
   std::fprintf(stderr, "qinfer chat: /help lists the commands, /exit quits, Ctrl-C stops a reply.\n");
@@ -77,7 +80,18 @@ int cmd_chat(int argc, char** argv) {
     std::string line = *got;
     if (run_chat_command(st, line)) continue;
     if (line.empty()) continue;
-    st.messages.push_back({{"role", "user"}, {"content", line}});
+    const size_t turn_images = st.pending_images;
+    if (st.pending_images) {  // image parts before the text, as an OpenAI message holds them
+      nlohmann::json content = nlohmann::json::array();
+      for (size_t i = 0; i < st.pending_images; ++i) content.push_back({{"type", "image"}});
+      content.push_back({{"type", "text"}, {"text", line}});
+      st.messages.push_back({{"role", "user"}, {"content", content}});
+      st.pending_images = 0;
+    } else {
+      st.messages.push_back({{"role", "user"}, {"content", line}});
+    }
+    params.images =
+        st.images.empty() ? nullptr : std::make_shared<const std::vector<vision::ImagePatches>>(st.images);
     std::string prompt_text = eng->chat_template()->apply(st.conversation(), nullptr, true, {{"enable_thinking", thinking}});
     std::vector<int> prompt = eng->tokenizer()->encode(prompt_text, true);
     chat::ReasoningStream split(chat::prompt_ends_reasoning(prompt_text));
@@ -101,11 +115,19 @@ int cmd_chat(int argc, char** argv) {
       std::fflush(stdout);
     };
     g_interrupted = 0;
-    engine::GenResult r = eng->generate(prompt, params, [&](const engine::GenEvent& ev) {
-      reply += ev.text;
-      show(split.push(ev.text));
-      return g_interrupted == 0;
-    });
+    engine::GenResult r;
+    try {
+      r = eng->generate(prompt, params, [&](const engine::GenEvent& ev) {
+        reply += ev.text;
+        show(split.push(ev.text));
+        return g_interrupted == 0;
+      });
+    } catch (const Error& e) {  // the request was refused (e.g. images without a tower): drop the turn
+      std::fprintf(stderr, "error: %s\n", e.what());
+      st.messages.erase(st.messages.size() - 1);
+      st.images.resize(st.images.size() - turn_images);
+      continue;
+    }
     show(split.finish());
     if (in_thinking_style) std::fputs(reset, stdout);
     if (r.reason == engine::FinishReason::kError) log_error(r.error);
