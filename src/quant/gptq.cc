@@ -60,7 +60,8 @@ std::vector<int> gar_permutation(const float* diag, int64_t K, int G, std::vecto
 
 namespace {
 
-// U with UᵀU = A⁻¹ by the implementation the spec asks for (ops/linalg.h).
+// U with UᵀU = A⁻¹ (ops/linalg.h): the fp32 blocked factor, or its double scalar twin
+// when QuantSpec::reference_impl is set.
 bool upper_inverse_factor(const std::vector<double>& A, int64_t K, bool reference, std::vector<float>* Uout) {
   if (reference) {
     std::vector<double> U(A.size());
