@@ -7,6 +7,7 @@
 #include "engine/model_runner.h"
 #include "model/model.h"
 #include "util/error.h"
+#include "util/json_parse.h"
 #include "util/log.h"
 
 namespace qinfer::engine {
@@ -24,13 +25,7 @@ std::vector<int> generation_eos_ids(const std::string& dir) {
   std::vector<int> ids;
   auto path = std::filesystem::path(dir) / "generation_config.json";
   if (!std::filesystem::exists(path)) return ids;
-  std::ifstream f(path);
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(f);
-  } catch (const nlohmann::json::exception& e) {
-    fail(path.string(), ": not valid JSON: ", e.what());
-  }
+  nlohmann::json j = read_json_file(path.string());
   if (!j.is_object() || !j.contains("eos_token_id")) return ids;
   const auto& e = j["eos_token_id"];
   if (e.is_number_integer()) ids.push_back(e.get<int>());

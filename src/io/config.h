@@ -2,8 +2,9 @@
 // text-only), plus its quantization config. Every required key that is missing
 // or of the wrong type is an Error naming the file and the key.
 #pragma once
+#include "io/module_regex.h"
 #include <cstdint>
-#include <regex>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -58,7 +59,7 @@ struct QuantConfig {
   struct DynamicRule {          // "-:regex" (skip) or "+:regex"/"regex" (override)
     bool skip;
     std::string pattern;
-    std::regex re;
+    std::shared_ptr<const ModuleRegex> re;  // PCRE2 with backtracking limits
     int bits = -1, group_size = -2;
     int sym = -1, desc_act = -1;  // -1: not overridden
   };

@@ -15,6 +15,7 @@
 #include "server/openai_response.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "util/json_parse.h"
 #include "util/log.h"
 
 namespace qinfer::server {
@@ -29,12 +30,7 @@ constexpr double kHeartbeatSeconds = 0.5;
 nlohmann::ordered_json read_generation_config(const std::string& dir) {
   auto p = std::filesystem::path(dir) / "generation_config.json";
   if (!std::filesystem::exists(p)) return nlohmann::ordered_json::object();
-  std::ifstream f(p);
-  try {
-    return nlohmann::ordered_json::parse(f);
-  } catch (const json::exception& e) {
-    fail(p.string(), ": not valid JSON: ", e.what());
-  }
+  return read_ordered_json_file(p.string());
 }
 
 void send_json(httplib::Response& res, int status, const json& body) {
@@ -47,9 +43,9 @@ void send_error(httplib::Response& res, const ApiError& e) { send_json(res, e.st
 nlohmann::ordered_json parse_body(const httplib::Request& req, bool chat) {
   nlohmann::ordered_json body;
   try {
-    body = nlohmann::ordered_json::parse(req.body);
-  } catch (const json::exception& e) {
-    throw ApiError(400, std::string("request body is not valid JSON: ") + e.what());
+    body = parse_ordered_json(req.body, "request body");
+  } catch (const JsonError& e) {
+    throw ApiError(400, e.too_deep() ? e.what() : cat("request body is not valid JSON: ", e.what()), e.field());
   }
   // As vLLM: unknown fields are accepted, with a warning naming them.
   std::vector<std::string> ignored = ignored_fields(body, chat);

@@ -6,6 +6,7 @@
 
 #include "util/args.h"
 #include "util/error.h"
+#include "util/json_parse.h"
 
 namespace qinfer::server {
 
@@ -115,8 +116,8 @@ ServeOptions parse_serve_options(int argc, char** argv) {
     std::string v = a.get("limit-mm-per-prompt");
     nlohmann::json j;
     try {
-      j = nlohmann::json::parse(v);
-    } catch (const nlohmann::json::exception&) {
+      j = parse_json(v, "option --limit-mm-per-prompt");
+    } catch (const JsonError&) {
       fail("option --limit-mm-per-prompt: '", v, "' is not JSON (expected e.g. '{\"image\": 2}')");
     }
     if (!j.is_object()) fail("option --limit-mm-per-prompt: expected a JSON object such as {\"image\": 2}");
