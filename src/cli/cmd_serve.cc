@@ -46,6 +46,13 @@ int cmd_serve(int argc, char** argv) {
   std::signal(SIGTERM, on_signal);
   log_info("serving model '", srv.model_name(), "' (max_model_len ", engine->max_model_len(), ", max_num_seqs ",
            o.max_num_seqs, ")", engine->tokenizer() ? "" : ", token ids only (no tokenizer)");
+  if (o.host == "127.0.0.1" || o.host == "localhost" || o.host == "::1") {
+    log_info("listening on ", o.host, " only (loopback): other machines cannot connect; pass --host 0.0.0.0 to serve them");
+  } else {
+    log_info("listening on ", o.host, " (reachable from other machines)",
+             o.api_key.empty() ? "; no API key is set (--api-key or QINFER_API_KEY / VLLM_API_KEY)" : "");
+  }
+  if (!o.api_key.empty()) log_info("API key required on /v1/* (from ", o.api_key_source, ")");
   // The listening address on stdout too, for scripts.
   std::printf("qinfer serve: listening on http://%s:%d\n", o.host.c_str(), port);
   std::fflush(stdout);

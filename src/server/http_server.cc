@@ -9,6 +9,7 @@
 #include "chat/reasoning_parser.h"
 #include "jinja/chat_template.h"
 #include "server/api_error.h"
+#include "server/connection_pool.h"
 #include "server/generation_job.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
@@ -31,6 +32,30 @@ nlohmann::ordered_json read_generation_config(const std::string& dir) {
   auto p = std::filesystem::path(dir) / "generation_config.json";
   if (!std::filesystem::exists(p)) return nlohmann::ordered_json::object();
   return read_ordered_json_file(p.string());
+}
+
+// Request bodies above this get httplib's 413 (with an OpenAI-shaped body, below).
+constexpr size_t kMaxBodyBytes = size_t{64} << 20;
+
+std::string http_refusal_message(int status) {
+  switch (status) {
+    case 413: return cat("request body too large (the limit is ", kMaxBodyBytes >> 20, " MiB)");
+    case 414: return "request URI too long";
+    case 400: return "malformed HTTP request (request line or headers could not be parsed)";
+    case 416: return "requested range not satisfiable";
+    default: return cat("request refused (HTTP ", status, ")");
+  }
+}
+
+// Constant time in the key's content: a timing side channel must not reveal how many
+// leading characters of a guess were right.
+bool api_key_matches(const std::string& header, const std::string& key) {
+  const std::string want = "Bearer " + key;
+  unsigned char diff = header.size() == want.size() ? 0 : 1;
+  for (size_t i = 0; i < want.size(); ++i) {
+    diff |= static_cast<unsigned char>(want[i] ^ (i < header.size() ? header[i] : 0));
+  }
+  return diff == 0;
 }
 
 void send_json(httplib::Response& res, int status, const json& body) {
@@ -121,17 +146,20 @@ struct HttpServer::Impl {
 };
 
 void HttpServer::Impl::routes() {
-  // Enough workers for every running sequence, the queue and a few probes.
-  int workers = std::max(16, opts.max_num_seqs * 2 + 8);
-  svr.new_task_queue = [workers] { return new httplib::ThreadPool(static_cast<size_t>(workers)); };
+  // A thread per open connection, made on demand up to --max-connections: idle or
+  // half-sent connections cannot starve /health or real requests of workers.
+  size_t max_conns = static_cast<size_t>(opts.max_connections);
+  size_t keep = static_cast<size_t>(std::max(16, opts.max_num_seqs + 8));
+  svr.new_task_queue = [max_conns, keep] { return new ConnectionPool(max_conns, keep); };
   svr.set_keep_alive_max_count(1000);
-  svr.set_read_timeout(60, 0);
+  svr.set_keep_alive_timeout(5);
+  // Per read: a request whose headers or body stall this long is dropped (was 60 s).
+  svr.set_read_timeout(opts.read_timeout_s, 0);
   svr.set_write_timeout(60, 0);
-  svr.set_payload_max_length(64 << 20);
+  svr.set_payload_max_length(kMaxBodyBytes);
   svr.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (!opts.api_key.empty() && req.path.rfind("/v1/", 0) == 0) {
-      std::string h = req.get_header_value("Authorization");
-      if (h != "Bearer " + opts.api_key) {
+      if (!api_key_matches(req.get_header_value("Authorization"), opts.api_key)) {
         send_error(res, ApiError(401, "Incorrect API key provided.", "", "invalid_api_key"));
         metrics.count_request(req.path, 401);
         return httplib::Server::HandlerResponse::Handled;
@@ -144,19 +172,25 @@ void HttpServer::Impl::routes() {
       send_error(res, ApiError(404, "Not found: " + req.method + " " + req.path, "", "not_found"));
     } else if (res.status == 405 && res.body.empty()) {
       send_error(res, ApiError(405, "Method not allowed: " + req.method + " " + req.path));
+    } else if (res.status >= 400 && res.body.empty()) {
+      // httplib's own refusals (body over the limit, unparsable request line or headers)
+      // come with no body; give them the OpenAI error shape too.
+      send_error(res, ApiError(res.status, http_refusal_message(res.status)));
     }
     return httplib::Server::HandlerResponse::Handled;
   }));
-  svr.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    std::string what = "internal error";
+  svr.set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "unknown exception";
     try {
       std::rethrow_exception(ep);
     } catch (const std::exception& e) {
       what = e.what();
     } catch (...) {
     }
-    log_error("request failed: ", what);
-    send_error(res, ApiError(500, what));
+    // The detail goes to the log only; the client gets an id to quote.
+    std::string id = make_request_id("err-");
+    log_error(req.method, " ", req.path, ": request ", id, " failed: ", what);
+    send_error(res, ApiError(500, cat("internal error (request id ", id, ")")));
   });
   svr.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     res.status = 200;
@@ -166,7 +200,7 @@ void HttpServer::Impl::routes() {
     json data = json::array();
     for (const auto& n : limits.model_names) {
       data.push_back({{"id", n}, {"object", "model"}, {"created", unix_time()}, {"owned_by", "qinfer"},
-                      {"root", opts.model_dir}, {"parent", nullptr}, {"max_model_len", eng.max_model_len()}});
+                      {"root", n}, {"parent", nullptr}, {"max_model_len", eng.max_model_len()}});
     }
     send_json(res, 200, {{"object", "list"}, {"data", data}});
     metrics.count_request("/v1/models", 200);
@@ -182,6 +216,10 @@ void HttpServer::Impl::routes() {
       } catch (const ApiError& e) {
         send_error(res, e);
         metrics.count_request(name, e.status());
+      } catch (const engine::EngineBusy& e) {
+        res.set_header("Retry-After", "1");
+        send_error(res, ApiError(503, e.what(), "", "server_overloaded"));
+        metrics.count_request(name, 503);
       } catch (const Error& e) {
         // Engine-side validation (sampling parameters, context length, token ids).
         send_error(res, ApiError(400, e.what()));
@@ -229,8 +267,12 @@ void HttpServer::Impl::respond(std::shared_ptr<GenerationJob> job, bool stream, 
           }
           return true;
         }
-        json body = job->failed() ? ApiError(500, "generation failed: " + job->error_message()).to_json()
-                                  : job->final_response();
+        json body = job->final_response();
+        if (job->failed()) {
+          std::string id = make_request_id("err-");
+          log_error("generation failed (request id ", id, "): ", job->error_message());
+          body = ApiError(500, cat("internal error (request id ", id, ")")).to_json();
+        }
         std::string s = dump_json(body);
         sink.write(s.data(), s.size());
         sink.done();

@@ -38,6 +38,8 @@ bool env_true(const char* name) {
 
 std::string serve_usage() {
   return "usage: qinfer serve MODEL_DIR [--host H] [--port P] [--api-key KEY] [--served-model-name NAME...]\n"
+         "       (--host defaults to 127.0.0.1; the key may come from QINFER_API_KEY or VLLM_API_KEY instead)\n"
+         "       [--max-connections N (1024)] [--read-timeout SECONDS (10)]\n"
          "       [--max-num-seqs N] [--max-model-len N] [--max-num-batched-tokens N]\n"
          "       (--max-model-len above the model's context is refused unless\n"
          "        QINFER_ALLOW_LONG_MAX_MODEL_LEN=1, which serves the model's context instead)\n"
@@ -53,7 +55,7 @@ ServeOptions parse_serve_options(int argc, char** argv) {
       {"max-num-seqs", true}, {"max-model-len", true}, {"max-num-batched-tokens", true},
       {"reasoning-parser", true}, {"tool-call-parser", true}, {"enable-auto-tool-choice", false},
       {"limit-mm-per-prompt", true}, {"threads", true}, {"dense", true}, {"dense-int8", false}, {"model", true},
-      {"help", false}, {"chat-template", true}};
+      {"help", false}, {"chat-template", true}, {"max-connections", true}, {"read-timeout", true}};
   for (const char* f : kIgnoredWithValue) specs.push_back({f, true});
   for (const char* f : kIgnoredFlags) specs.push_back({f, false});
   // vLLM allows several names after --served-model-name; gather the extra positionals
@@ -84,7 +86,22 @@ ServeOptions parse_serve_options(int argc, char** argv) {
   int64_t port = a.get_int("port", o.port);
   if (port < 0 || port > 65535) fail("option --port: ", port, " is not a TCP port");
   o.port = static_cast<int>(port);
+  // A key on the command line is visible to every user in `ps`; the environment is not.
   o.api_key = a.get_or("api-key", "");
+  o.api_key_source = o.api_key.empty() ? "" : "--api-key";
+  for (const char* env : {"QINFER_API_KEY", "VLLM_API_KEY"}) {
+    const char* v = std::getenv(env);
+    if (o.api_key.empty() && v && *v) {
+      o.api_key = v;
+      o.api_key_source = env;
+    }
+  }
+  int64_t conns = a.get_int("max-connections", o.max_connections);
+  if (conns < 8 || conns > 65536) fail("option --max-connections: must be in [8, 65536], got ", conns);
+  o.max_connections = static_cast<int>(conns);
+  int64_t rt = a.get_int("read-timeout", o.read_timeout_s);
+  if (rt < 1 || rt > 3600) fail("option --read-timeout: must be in [1, 3600] seconds, got ", rt);
+  o.read_timeout_s = static_cast<int>(rt);
   o.served_model_names = a.get_all("served-model-name");
   for (auto& n : extra_names) o.served_model_names.push_back(n);
   for (const auto& n : o.served_model_names) {
