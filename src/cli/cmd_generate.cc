@@ -32,11 +32,11 @@ int cmd_generate(int argc, char** argv) {
   }
   if (a.has("ids") == a.has("prompt")) fail("give exactly one of --ids or --prompt");
   engine::GenParams params = gen_params_from_args(a, /*default_temperature=*/0.0);
-  auto eng = engine::Engine::load(a.get("model"), engine_options_from_args(a));
-
   std::vector<int> prompt;
+  if (a.has("ids")) prompt = parse_int_list(a.get("ids"), "--ids");  // before the slow load
+  auto eng = engine::Engine::load(model_dir_from_args(a), engine_options_from_args(a));
+
   if (a.has("ids")) {
-    prompt = parse_int_list(a.get("ids"), "--ids");
     if (!a.has("stop-at-eos")) params.ignore_eos = true;
   } else {
     if (!eng->tokenizer()) fail(a.get("model"), ": the folder has no tokenizer.json, so --prompt cannot be used (use --ids)");
@@ -67,6 +67,7 @@ int cmd_generate(int argc, char** argv) {
   } else {
     std::printf("\n");
   }
+  std::fflush(stdout);  // the text and its newline come before the summary on stderr
   log_info(r.prompt_tokens, " prompt tokens, ", r.completion_tokens, " generated in ", dt, " s (finish: ",
            engine::finish_reason_name(r.reason), ")");
   return 0;

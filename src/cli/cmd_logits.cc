@@ -23,8 +23,9 @@ int cmd_logits(int argc, char** argv) {
   }
   std::vector<int> ids = parse_int_list(a.get("ids"), "--ids");
   std::string out = a.get("out");
+  check_output_path(out, "--out");
   LoadOptions lo = load_options_from_args(a);
-  auto model = Model::load(a.get("model"), lo);
+  auto model = Model::load(model_dir_from_args(a), lo);
   const int64_t vocab = model->config().text.vocab_size;
   std::vector<float> logits(ids.size() * static_cast<size_t>(vocab));
   auto state = model->new_sequence();

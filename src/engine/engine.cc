@@ -7,6 +7,8 @@
 #include "io/config.h"
 #include "jinja/chat_template.h"
 #include "engine/seq_sampler.h"
+#include "grammar/compiler.h"
+#include "grammar/grammar.h"
 #include "engine/text_output.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -22,6 +24,7 @@ struct Engine::Seq {
   std::unique_ptr<RunnerSequence> state;
   std::unique_ptr<SeqSampler> sampler;
   std::unique_ptr<TextOutput> text;
+  std::unique_ptr<grammar::Matcher> grammar;  // structured outputs (null: unconstrained)
   std::vector<int> stop_ids;          // EOS ids (unless ignore_eos) + stop_token_ids
   int64_t prefilled = 0;
   int64_t generated = 0;
@@ -157,6 +160,10 @@ std::shared_ptr<RequestStream> Engine::submit(std::vector<int> prompt, const Gen
     if (id < 0 || id >= vocab_) fail("stop_token_ids: id ", id, " is outside the vocabulary");
     s->stop_ids.push_back(id);
   }
+  if (params.grammar) {
+    s->grammar = std::make_unique<grammar::Matcher>(params.grammar, s->stop_ids, sample_vocab,
+                                                    params.grammar_start_after);
+  }
   s->params = params;
   s->submit_time = now_seconds();
   s->stream = std::make_shared<RequestStream>(static_cast<int64_t>(prompt.size()));
@@ -203,6 +210,15 @@ GenResult Engine::generate(const std::vector<int>& prompt, const GenParams& para
       return r;
     }
   }
+}
+
+grammar::Compiler* Engine::grammar_compiler() {
+  if (!tokenizer_) return nullptr;
+  std::lock_guard<std::mutex> lk(grammar_mu_);
+  if (!grammar_compiler_) {
+    grammar_compiler_ = std::make_unique<grammar::Compiler>(grammar::TokenVocab::from_tokenizer(*tokenizer_));
+  }
+  return grammar_compiler_.get();
 }
 
 EngineStats Engine::stats() const {
@@ -345,7 +361,9 @@ void Engine::step(std::vector<std::unique_ptr<Seq>>& active) {
 
 bool Engine::process_token(Seq& s, const float* logits) {
   TokenOut info;
-  int tok = s.sampler->sample(logits, &info);
+  const uint64_t* allowed = nullptr;
+  if (s.grammar && s.grammar->active()) allowed = s.grammar->mask(s.generated + 1 > s.params.min_tokens);
+  int tok = s.sampler->sample(logits, &info, allowed);
   info.token = tok;
   ++s.generated;
   if (s.generated == 1) s.stream->set_first_token_time(now_seconds() - s.submit_time);
@@ -356,12 +374,20 @@ bool Engine::process_token(Seq& s, const float* logits) {
     finish_seq(s, FinishReason::kStop, {}, tok);
     return true;
   }
+  if (s.grammar && !s.grammar->accept(tok)) {
+    fail("structured output: sampled token ", tok, " does not fit the grammar");
+  }
   bool stopped = false;
   std::string stop_str;
   std::string text = s.text->push(tok, &stopped, &stop_str);
   s.stream->push_token(info, text, s.generated);
   if (stopped) {
     finish_seq(s, FinishReason::kStop, stop_str);
+    return true;
+  }
+  if (s.grammar && s.grammar->terminated()) {  // complete, nothing more can follow
+    s.stream->push_text(s.text->flush());
+    finish_seq(s, FinishReason::kStop);
     return true;
   }
   if (s.generated >= s.max_tokens ||

@@ -41,12 +41,12 @@ SeqSampler::SeqSampler(const GenParams& g, const std::vector<int>& prompt, int v
 
 SeqSampler::~SeqSampler() = default;
 
-int SeqSampler::sample(const float* logits, TokenOut* info) {
+int SeqSampler::sample(const float* logits, TokenOut* info, const uint64_t* allowed) {
   if (!impl_) {
     impl_ = std::make_unique<Impl>(std::move(pending_->params), pending_->vocab, pending_->prompt);
     pending_.reset();
   }
-  sampling::SampleResult r = impl_->sampler.sample(std::span<const float>(logits, impl_->vocab));
+  sampling::SampleResult r = impl_->sampler.sample(std::span<const float>(logits, impl_->vocab), allowed);
   if (info) {
     info->token = r.token;
     info->logprob = r.logprob;

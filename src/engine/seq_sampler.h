@@ -1,6 +1,7 @@
 // Adapter from the engine's GenParams to the sampling module: one per sequence,
 // owning its RNG and token history (for penalties).
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -16,7 +17,8 @@ class SeqSampler {
   SeqSampler(const GenParams& p, const std::vector<int>& prompt, int vocab);
   ~SeqSampler();
   // Samples from a logits row (not modified); fills info (logprobs when requested).
-  int sample(const float* logits, TokenOut* info);
+  // allowed: optional token bitset of a structured-output grammar (sampling::Sampler).
+  int sample(const float* logits, TokenOut* info, const uint64_t* allowed = nullptr);
 
  private:
   struct Impl;

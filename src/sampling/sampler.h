@@ -39,7 +39,10 @@ class Sampler {
 
   // Samples one token from logits (size >= vocab_size) and records it as an output token.
   // Throws qinfer::Error if the row is too short, contains NaN, or has no finite entry.
-  SampleResult sample(std::span<const float> logits);
+  // allowed (optional, structured outputs): a bitset over the vocabulary; tokens whose bit is
+  // clear get -inf before logit_bias, penalties, temperature, top-k/top-p. Raw logprobs stay
+  // those of the unmodified row.
+  SampleResult sample(std::span<const float> logits, const uint64_t* allowed = nullptr);
 
   // Records a token that was produced without sample() (e.g. forced), for the penalties.
   void record(int32_t token);
@@ -50,6 +53,7 @@ class Sampler {
  private:
   bool needs_work_copy() const;
   void apply_bias_and_penalties();
+  void apply_mask(const uint64_t* allowed);
   int32_t sample_random(const float* x, float max_logit);
   void apply_top_p(float mx);
   double uniform01();
