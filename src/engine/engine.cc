@@ -6,6 +6,7 @@
 
 #include "io/config.h"
 #include "jinja/chat_template.h"
+#include "engine/prompt_logprobs.h"
 #include "engine/seq_sampler.h"
 #include "grammar/compiler.h"
 #include "grammar/grammar.h"
@@ -13,6 +14,8 @@
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "vision/mm_prompt.h"
+#include "vision/preprocess.h"
 
 namespace qinfer::engine {
 
@@ -30,11 +33,24 @@ struct Engine::Seq {
   int64_t generated = 0;
   int next_token = -1;                // decode input of the next step
   std::vector<float> logits;
+  int sample_vocab = 0;
+  std::vector<float> chunk_logits;    // prompt_logprobs: [chunk][vocab] rows of a prefill chunk
+  std::vector<TokenOut> prompt_lp;    // prompt_logprobs gathered so far
   double submit_time = 0;
   bool done = false;
+  // Images: the expanded prompt's mRoPE positions and image token ranges; the tower's
+  // output (computed when prefill starts) and one embedding row pointer per prompt token.
+  bool has_images = false;
+  vision::MmPrompt mm;
+  std::vector<float> image_embeds;
+  std::vector<const float*> embed_rows;
 };
 
 namespace {
+
+// A request asking for prompt_logprobs prefills this many tokens per step at most, so the
+// all-rows logits of a chunk stay small ([16][vocab] floats: 16 MB for Qwen3.5).
+constexpr int64_t kPromptLogprobsChunk = 16;
 
 bool has_chat_template(const std::string& dir) {
   namespace fs = std::filesystem;
@@ -141,7 +157,23 @@ std::shared_ptr<RequestStream> Engine::submit(std::vector<int> prompt, const Gen
     }
   }
   if (params.max_tokens == 0) fail("max_tokens: must be at least 1");
+  vision::MmPrompt mm;
+  const bool has_images = params.images && !params.images->empty();
+  if (has_images) {
+    if (!model_->has_vision()) {
+      fail("images: this model has no vision tower loaded (the checkpoint has none, or image input is off: "
+           "--limit-mm-per-prompt '{\"image\": 0}'); send text only");
+    }
+    std::vector<vision::ImageGrid> grids;
+    for (const auto& im : *params.images) grids.push_back({im.grid_t, im.grid_h, im.grid_w});
+    mm = vision::expand_image_prompt(prompt, grids, model_->image_token_id(), model_->spatial_merge_size());
+    prompt = mm.ids;
+  } else if (model_->has_vision() && model_->image_token_id() >= 0 &&
+             std::find(prompt.begin(), prompt.end(), model_->image_token_id()) != prompt.end()) {
+    fail("prompt: holds the image token id ", model_->image_token_id(), " but the request has no image");
+  }
   if (params.logprobs > 20) fail("logprobs: at most 20 top logprobs, got ", params.logprobs);
+  if (params.prompt_logprobs > 20) fail("prompt_logprobs: at most 20, got ", params.prompt_logprobs);
   auto s = std::make_unique<Seq>();
   s->max_tokens = check_context(static_cast<int64_t>(prompt.size()), params.max_tokens);
   // Never sample ids the tokenizer cannot decode when the model's rows are padded.
@@ -152,6 +184,7 @@ std::shared_ptr<RequestStream> Engine::submit(std::vector<int> prompt, const Gen
     if (tokenizer_->vocab_size() * 2 > vocab_) sample_vocab = tokenizer_->vocab_size();
   }
   s->sampler = std::make_unique<SeqSampler>(params, prompt, sample_vocab);
+  s->sample_vocab = sample_vocab;
   if (!params.stop.empty() && !tokenizer_) fail("stop: stop strings need a tokenizer; this model has none");
   s->text = std::make_unique<TextOutput>(tokenizer_.get(), params.skip_special_tokens, params.stop,
                                          params.include_stop_str_in_output);
@@ -168,6 +201,10 @@ std::shared_ptr<RequestStream> Engine::submit(std::vector<int> prompt, const Gen
   s->submit_time = now_seconds();
   s->stream = std::make_shared<RequestStream>(static_cast<int64_t>(prompt.size()));
   s->prompt = std::move(prompt);
+  if (has_images) {
+    s->has_images = true;
+    s->mm = std::move(mm);
+  }
   auto stream = s->stream;
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -190,7 +227,6 @@ GenResult Engine::generate(const std::vector<int>& prompt, const GenParams& para
                            const std::function<bool(const GenEvent&)>& on_event) {
   auto stream = submit(prompt, params);
   GenResult r;
-  r.prompt_tokens = static_cast<int64_t>(prompt.size());
   GenEvent ev;
   while (true) {
     if (!stream->take(ev, 0.5)) continue;
@@ -199,6 +235,7 @@ GenResult Engine::generate(const std::vector<int>& prompt, const GenParams& para
       r.token_info.push_back(t);
     }
     r.text += ev.text;
+    r.prompt_tokens = ev.prompt_tokens;   // the expanded length when there are images
     r.completion_tokens = ev.completion_tokens;
     if (ev.time_to_first_token >= 0) r.time_to_first_token = ev.time_to_first_token;
     if (on_event && !on_event(ev)) stream->cancel();
@@ -279,6 +316,8 @@ void Engine::loop() {
     {
       std::lock_guard<std::mutex> lk(mu_);
       active_count_ = static_cast<int64_t>(active.size());
+      stats_.kv_tokens = 0;
+      for (const auto& s : active) stats_.kv_tokens += s->prefilled + s->generated;
       if (stop_) break;
     }
     if (active.empty()) continue;
@@ -302,10 +341,12 @@ void Engine::step(std::vector<std::unique_ptr<Seq>>& active) {
       s->logits.assign(static_cast<size_t>(vocab_), 0.f);
     }
   }
+  encode_pending_images(active);
   // Decoding sequences first: one token each.
   for (auto& s : active) {
-    if (s->prefilled < static_cast<int64_t>(s->prompt.size())) continue;
+    if (s->done || s->prefilled < static_cast<int64_t>(s->prompt.size())) continue;
     steps.push_back({s->state.get(), &s->next_token, 1, s->logits.data()});
+    if (s->has_images) steps.back().rope_delta = s->mm.rope_delta;
     owners.push_back(s.get());
     samples.push_back(1);
   }
@@ -314,15 +355,26 @@ void Engine::step(std::vector<std::unique_ptr<Seq>>& active) {
   int64_t prefill_tokens = 0;
   for (auto& s : active) {
     int64_t remain = static_cast<int64_t>(s->prompt.size()) - s->prefilled;
-    if (remain <= 0) continue;
+    if (remain <= 0 || s->done) continue;
     if (budget <= 0) break;
     int64_t n = std::min(remain, budget);
-    steps.push_back({s->state.get(), s->prompt.data() + s->prefilled, n, s->logits.data()});
+    if (s->params.prompt_logprobs >= 0) {
+      n = std::min(n, kPromptLogprobsChunk);
+      s->chunk_logits.resize(static_cast<size_t>(n) * static_cast<size_t>(vocab_));
+      steps.push_back({s->state.get(), s->prompt.data() + s->prefilled, n, s->chunk_logits.data(), true});
+    } else {
+      steps.push_back({s->state.get(), s->prompt.data() + s->prefilled, n, s->logits.data()});
+    }
+    if (s->has_images) {
+      steps.back().embed_rows = s->embed_rows.data() + s->prefilled;
+      steps.back().mrope_pos = s->mm.positions.data() + s->prefilled * 3;
+    }
     owners.push_back(s.get());
     samples.push_back(n == remain);
     budget -= n;
     prefill_tokens += n;
   }
+  if (steps.empty()) return;   // every sequence failed before its forward (image errors)
   std::vector<char> ok(steps.size(), 1);
   try {
     model_->forward(steps);
@@ -343,7 +395,29 @@ void Engine::step(std::vector<std::unique_ptr<Seq>>& active) {
   for (size_t i = 0; i < steps.size(); ++i) {
     if (!ok[i]) continue;
     Seq& s = *owners[i];
-    if (s.prefilled < static_cast<int64_t>(s.prompt.size())) s.prefilled += steps[i].n_tokens;
+    if (s.prefilled < static_cast<int64_t>(s.prompt.size())) {
+      if (steps[i].all_logits) {
+        try {
+          // Row j predicts prompt token prefilled + j + 1; the chunk's last row is the
+          // sampling row when the chunk ends the prompt.
+          for (int64_t j = 0; j < steps[i].n_tokens; ++j) {
+            int64_t next = s.prefilled + j + 1;
+            const float* row = s.chunk_logits.data() + static_cast<size_t>(j) * static_cast<size_t>(vocab_);
+            if (next < static_cast<int64_t>(s.prompt.size())) {
+              s.prompt_lp.push_back(prompt_token_logprob(row, s.sample_vocab, s.prompt[static_cast<size_t>(next)],
+                                                         s.params.prompt_logprobs));
+            } else {
+              std::copy(row, row + vocab_, s.logits.begin());
+            }
+          }
+        } catch (const std::exception& e) {
+          finish_seq(s, FinishReason::kError, {}, -1, e.what());
+          continue;
+        }
+      }
+      s.prefilled += steps[i].n_tokens;
+      if (s.prefilled >= static_cast<int64_t>(s.prompt.size())) std::vector<float>().swap(s.chunk_logits);
+    }
     if (!samples[i] || s.done) continue;
     try {
       process_token(s, s.logits.data());
@@ -359,6 +433,32 @@ void Engine::step(std::vector<std::unique_ptr<Seq>>& active) {
   stats_.busy_seconds += now_seconds() - t0;
 }
 
+void Engine::encode_pending_images(std::vector<std::unique_ptr<Seq>>& active) {
+  // Each image sequence runs the tower once, before its first prefill chunk. The
+  // preprocessed patches are dropped afterwards (the embeddings are all prefill needs).
+  for (auto& s : active) {
+    if (!s->has_images || s->done || !s->embed_rows.empty()) continue;
+    try {
+      std::vector<const vision::ImagePatches*> ptrs;
+      for (const auto& im : *s->params.images) ptrs.push_back(&im);
+      s->image_embeds = model_->encode_images(ptrs);
+      const int64_t H = model_->hidden_size();
+      int64_t want = 0;
+      for (auto [b, e] : s->mm.image_ranges) want += e - b;
+      if (static_cast<int64_t>(s->image_embeds.size()) != want * H) {
+        fail("vision tower returned ", s->image_embeds.size(), " values for ", want, " image tokens of width ", H);
+      }
+      s->embed_rows.assign(s->prompt.size(), nullptr);
+      int64_t k = 0;
+      for (auto [b, e] : s->mm.image_ranges)
+        for (int64_t t = b; t < e; ++t) s->embed_rows[t] = s->image_embeds.data() + (k++) * H;
+      s->params.images.reset();
+    } catch (const std::exception& e) {
+      finish_seq(*s, FinishReason::kError, {}, -1, std::string("images: ") + e.what());
+    }
+  }
+}
+
 bool Engine::process_token(Seq& s, const float* logits) {
   TokenOut info;
   const uint64_t* allowed = nullptr;
@@ -366,7 +466,10 @@ bool Engine::process_token(Seq& s, const float* logits) {
   int tok = s.sampler->sample(logits, &info, allowed);
   info.token = tok;
   ++s.generated;
-  if (s.generated == 1) s.stream->set_first_token_time(now_seconds() - s.submit_time);
+  if (s.generated == 1) {
+    s.stream->set_first_token_time(now_seconds() - s.submit_time);
+    if (s.params.prompt_logprobs >= 0) s.stream->set_prompt_logprobs(std::move(s.prompt_lp));
+  }
   bool stop_id = s.generated > s.params.min_tokens &&
                  std::find(s.stop_ids.begin(), s.stop_ids.end(), tok) != s.stop_ids.end();
   if (stop_id) {

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/json_parse.h"  // read_json_file: one JSON file, bounded depth, errors name it
+
 namespace qinfer {
 
 enum class LayerType { kLinearAttention, kFullAttention };

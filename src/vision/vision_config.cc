@@ -2,8 +2,8 @@
 
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 
+#include "io/config.h"
 #include "util/error.h"
 #include "util/json_parse.h"
 

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <sstream>
@@ -409,12 +410,176 @@ TEST_F(DemoModel, ChatHideThinkingShowsAMarker) {
   EXPECT_EQ(r.out.find("(thinking...)"), std::string::npos) << r.out;
 }
 
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// /help, an unknown /command (reported, not sent: no reply is generated), /system, multi-line input,
+// /save then /load of the conversation as OpenAI-shaped JSON messages.
+TEST_F(DemoModel, ChatCommandsSaveAndLoad) {
+  std::string saved = temp_path("conv.json"), again = temp_path("conv2.json"), bad = temp_path("bad.json");
+  fs::remove(saved);
+  RunResult r = chat("/help\n/frobnicate now\n/system be brief\nfirst \\\nsecond\n\"\"\"\nblock one\nblock two\n\"\"\"\n"
+                     "/save " + saved + "\n/exit\n", "--max-tokens 2 --no-think");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("/save FILE"), std::string::npos) << r.out;  // /help lists the commands
+  EXPECT_NE(r.out.find("unknown command /frobnicate"), std::string::npos) << r.out;
+  nlohmann::json conv = nlohmann::json::parse(slurp(saved));
+  ASSERT_EQ(conv.size(), 5u) << conv.dump();  // system + 2 x (user, assistant): the unknown command sent nothing
+  EXPECT_EQ(conv[0], (nlohmann::json{{"role", "system"}, {"content", "be brief"}}));
+  EXPECT_EQ(conv[1], (nlohmann::json{{"role", "user"}, {"content", "first \nsecond"}}));
+  EXPECT_EQ(conv[2]["role"], "assistant");
+  EXPECT_EQ(conv[3], (nlohmann::json{{"role", "user"}, {"content", "block one\nblock two"}}));
+  // /load brings the same conversation back; --system is replaced by the file's.
+  r = chat("/load " + saved + "\n/save " + again + "\n/exit\n", "--system other --max-tokens 2");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("loaded 5 messages"), std::string::npos) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(slurp(again)), conv);
+  // A loaded conversation continues: one more turn adds a user and an assistant message.
+  r = chat("/load " + saved + "\nmore\n/save " + again + "\n/exit\n", "--max-tokens 2 --no-think");
+  EXPECT_EQ(nlohmann::json::parse(slurp(again)).size(), 7u) << r.out;
+  // Bad files are reported with the file and the message index, and the chat goes on.
+  std::ofstream(bad) << R"([{"role": "user", "content": "x"}, {"role": "robot", "content": "y"}])";
+  r = chat("/load " + bad + "\n/load " + temp_path("missing.json") + "\n/save\n/system\n/save " + again + "\n/exit\n",
+           "--system keep --max-tokens 2");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find(bad + ": messages[1].role: 'robot'"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("missing.json: cannot open"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("/save needs a file name"), std::string::npos) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(slurp(again)), nlohmann::json::array());  // /system with no text removed it
+}
+
+// On a real terminal (a pty through script(1)): libedit line editing (backspace), history
+// recall with the up arrow, the history file under $XDG_STATE_HOME/qinfer, and bracketed
+// paste (a multi-line paste is one message; a one-line paste is typed into the line).
+TEST_F(DemoModel, ChatLineEditingOnATerminal) {
+  if (std::system("command -v script >/dev/null 2>&1") != 0) GTEST_SKIP() << "script(1) not installed";
+  std::string state = temp_path("state"), saved = temp_path("tty.json"), keys = temp_path("keys.txt");
+  fs::remove_all(state);
+  fs::remove(saved);
+  std::ofstream(keys) << "/system one\r\x1b[A two\r"
+                       << "say: \x1b[200~hello\nworld\x1b[201~"
+                       << "\x1b[200~/sa\x1b[201~ve " << saved << "X\x7f\r/exit\r";
+  std::string cmd = "XDG_STATE_HOME=" + state + " timeout 120 script -qec '" + std::string(QINFER_BINARY) +
+                    " chat --model " + dir_ + " --max-tokens 2 --no-think' /dev/null < " + keys + " > /dev/null 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  nlohmann::json conv = nlohmann::json::parse(slurp(saved));  // the X was erased by the backspace
+  ASSERT_EQ(conv.size(), 3u) << conv.dump();
+  EXPECT_EQ(conv[0]["content"], "one two");  // the up arrow brought back "/system one"
+  EXPECT_EQ(conv[1], (nlohmann::json{{"role", "user"}, {"content", "say: hello\nworld"}}));
+  std::string hist = slurp(state + "/qinfer/chat_history");
+  EXPECT_NE(hist.find("/system\\040one\\040two"), std::string::npos) << hist;
+}
+
+// /image: a bad file is reported (naming it) and the chat goes on; an image for this
+// text-only demo model fails that turn with a message naming the missing tower.
+TEST_F(DemoModel, ChatImageCommand) {
+  const std::string img = std::string(QINFER_FIXTURES_DIR) + "/multimodal/mm-s1/images/img_a_40x56.png";
+  RunResult r = chat("/image /nonexistent/cat.png\n/image " + img + "\nwhat is it?\n/reset\nhi\n/exit\n",
+                     "--max-tokens 3");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("/nonexistent/cat.png"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(image attached to the next message"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("no vision tower"), std::string::npos) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '>'), 6) << r.out;
+}
+
 TEST_F(DemoModel, PerplexityOnText) {
   std::string text = temp_path("ppl.txt");
   std::ofstream(text) << "The quick brown fox jumps over the lazy dog. It was a sunny day in the park.\n";
   RunResult r = run("perplexity --model " + dir_ + " --file " + text + " --ctx 8 --stride 4");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find(" ppl "), std::string::npos) << r.out;
+}
+
+// --- images (tests/fixtures/multimodal): the contract of issue 11 ---------------------
+std::string mm_fixture(const std::string& name) { return std::string(QINFER_FIXTURES_DIR) + "/multimodal/" + name; }
+
+// `--image DIR/f1 --image DIR/f2` for a golden prompt's image files.
+std::string image_flags(const std::string& dir, const nlohmann::json& p) {
+  std::string s;
+  for (const auto& f : p["image_files"]) s += " --image " + dir + "/" + f.get<std::string>();
+  return s;
+}
+
+TEST(CliContract, ImageLogitsAndGreedyMatchGolden) {
+  for (const std::string fx : {"mm-s1", "mm-s1-small"}) {
+    const std::string dir = mm_fixture(fx);
+    std::ifstream in(dir + "/golden.json");
+    auto j = nlohmann::json::parse(in);
+    SafetensorsFile golden(dir + "/golden.safetensors");
+    std::map<std::string, const TensorInfo*> g;
+    for (const auto& t : golden.tensors()) g[t.name] = &t;
+    int with_images = 0;
+    for (size_t pi = 0; pi < j["prompts"].size(); ++pi) {
+      const auto& p = j["prompts"][pi];
+      const std::string pre = "p" + std::to_string(pi) + ".";
+      std::vector<int> ids = p["input_ids"].get<std::vector<int>>();
+      with_images += !p["image_files"].empty();
+      // logits: [expanded length, vocab]
+      std::string out = temp_path("mm_logits.f32");
+      RunResult r = run("logits --model " + dir + " --ids " + join(ids) + image_flags(dir, p) + " --out " + out);
+      ASSERT_EQ(r.code, 0) << fx << " " << r.out;
+      const TensorInfo* want_t = g.at(pre + "logits");
+      std::vector<float> got(static_cast<size_t>(want_t->numel()));
+      std::ifstream f(out, std::ios::binary);
+      f.read(reinterpret_cast<char*>(got.data()), static_cast<std::streamsize>(got.size() * 4));
+      ASSERT_EQ(f.gcount(), static_cast<std::streamsize>(got.size() * 4)) << fx << " " << pre << ": wrong file size";
+      f.peek();
+      EXPECT_TRUE(f.eof()) << fx << " " << pre << ": file longer than [expanded length, vocab]";
+      const float* want = reinterpret_cast<const float*>(want_t->data);
+      double max_abs = 0;
+      for (size_t i = 0; i < got.size(); ++i) max_abs = std::max(max_abs, std::fabs(double(got[i]) - want[i]));
+      // Image rows move ~10x more with tiny tower differences (multimodal/FORMAT.md).
+      EXPECT_LT(max_abs, 5e-3) << fx << " " << pre;
+      // greedy ids
+      std::vector<int> greedy = p["greedy_tokens"].get<std::vector<int>>();
+      r = run("generate --model " + dir + " --ids " + join(ids) + image_flags(dir, p) + " --max-tokens " +
+              std::to_string(greedy.size()) + " --temperature 0 --print-ids");
+      ASSERT_EQ(r.code, 0) << fx << " " << r.out;
+      EXPECT_NE(r.out.find(join(greedy) + "\n"), std::string::npos) << fx << " " << pre << ": " << r.out;
+    }
+    EXPECT_GE(with_images, 2) << fx;
+  }
+  RunResult r = run("inspect " + mm_fixture("mm-s1"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("vision       3 blocks, hidden 64"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("0.3M parameters"), std::string::npos) << r.out;
+}
+
+TEST(CliContract, ImageErrorsNameTheFileOrFlag) {
+  const std::string dir = mm_fixture("mm-s1-small");
+  std::ifstream in(dir + "/golden.json");
+  auto j = nlohmann::json::parse(in);
+  const nlohmann::json* one = nullptr;
+  for (const auto& p : j["prompts"])
+    if (p["image_files"].size() == 1) one = &p;
+  ASSERT_NE(one, nullptr);
+  const std::string ids = join((*one)["input_ids"].get<std::vector<int>>());
+  // A missing file.
+  RunResult r = run("logits --model " + dir + " --ids " + ids + " --image /nonexistent/cat.png --out " +
+                    temp_path("e.f32"));
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("/nonexistent/cat.png"), std::string::npos) << r.out;
+  // Not an image.
+  std::string junk = temp_path("junk.png");
+  std::ofstream(junk) << "this is not an image";
+  r = run("generate --model " + dir + " --ids " + ids + " --image " + junk + " --max-tokens 2 --print-ids");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find(junk), std::string::npos) << r.out;
+  // One image too many for the placeholders in --ids.
+  r = run("logits --model " + dir + " --ids " + ids + image_flags(dir, *one) + image_flags(dir, *one) +
+          " --out " + temp_path("e2.f32"));
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("--ids"), std::string::npos) << r.out;
+  // A text-only checkpoint.
+  r = run("logits --model " + fixture("qwen35moe-tiny-s1/bf16") + " --ids 1,2" + image_flags(dir, *one) +
+          " --out " + temp_path("e3.f32"));
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("--image"), std::string::npos) << r.out;
 }
 
 }  // namespace
