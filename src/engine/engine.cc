@@ -1,6 +1,7 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <climits>
 #include <filesystem>
 
 #include "io/config.h"
@@ -138,9 +139,11 @@ int64_t Engine::check_context(int64_t prompt_tokens, int64_t max_tokens) const {
          prompt_tokens, " input tokens. Please reduce the length of the input messages.");
   }
   if (max_tokens < 0) return max_model_len_ - prompt_tokens;
-  if (prompt_tokens + max_tokens > max_model_len_) {
+  if (max_tokens > max_model_len_ - prompt_tokens) {  // no prompt + max_tokens: it can overflow
+    const std::string total = max_tokens > INT64_MAX - prompt_tokens ? std::string("more than 2^63")
+                                                                     : std::to_string(prompt_tokens + max_tokens);
     fail("This model's maximum context length is ", max_model_len_, " tokens. However, you requested ",
-         prompt_tokens + max_tokens, " tokens (", prompt_tokens, " in the messages, ", max_tokens,
+         total, " tokens (", prompt_tokens, " in the messages, ", max_tokens,
          " in the completion). Please reduce the length of the messages or completion.");
   }
   return max_tokens;
@@ -206,6 +209,13 @@ std::shared_ptr<RequestStream> Engine::submit(std::vector<int> prompt, const Gen
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (stop_) fail("engine is shutting down");
+    int64_t queued_tokens = static_cast<int64_t>(s->prompt.size());
+    for (const auto& q : queue_) queued_tokens += static_cast<int64_t>(q->prompt.size());
+    if (static_cast<int64_t>(queue_.size()) >= opts_.max_queued_seqs || queued_tokens > opts_.max_queued_tokens) {
+      throw EngineBusy(cat("the server is overloaded: ", queue_.size(), " sequences (", queued_tokens - static_cast<int64_t>(s->prompt.size()),
+                           " prompt tokens) are already waiting; limits are ", opts_.max_queued_seqs, " sequences and ",
+                           opts_.max_queued_tokens, " tokens. Retry later."));
+    }
     queue_.push_back(std::move(s));
     stats_.queued = static_cast<int64_t>(queue_.size());
   }

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "engine/gen_params.h"
+#include "util/error.h"
 #include "engine/model_runner.h"
 #include "engine/request_stream.h"
 
@@ -43,7 +44,18 @@ struct EngineOptions {
   // is an error unless this is set; then it is lowered to the model's context (the model
   // cannot attend past it) with a warning.
   bool allow_long_max_model_len = false;
+  // What may wait in the queue (sequences not yet running): beyond either, submit throws
+  // EngineBusy (the server answers 503). Queued sequences hold only their prompt ids; their
+  // vocab-sized buffers are made when they start running.
+  int max_queued_seqs = 2048;
+  int64_t max_queued_tokens = int64_t{1} << 24;  // prompt tokens over all queued sequences
   RunnerLoadOptions load;
+};
+
+// The queue is full: retry later (HTTP 503), not a bad request.
+class EngineBusy : public Error {
+ public:
+  using Error::Error;
 };
 
 struct EngineStats {

@@ -7,6 +7,7 @@
 #include "model/model.h"
 #include "io/config.h"
 #include "util/error.h"
+#include "util/json_parse.h"
 #include "util/log.h"
 #include "vision/vision_tower.h"
 

@@ -11,7 +11,9 @@ namespace qinfer::engine {
 
 class SeqSampler {
  public:
-  // Validates the parameters (Error names the field).
+  // Validates the parameters (Error names the field). The sampler itself (with its
+  // vocab-sized work buffers) is made on the first sample(), so a queued sequence costs
+  // only its parameters.
   SeqSampler(const GenParams& p, const std::vector<int>& prompt, int vocab);
   ~SeqSampler();
   // Samples from a logits row (not modified); fills info (logprobs when requested).
@@ -20,7 +22,9 @@ class SeqSampler {
 
  private:
   struct Impl;
+  struct Pending;
   std::unique_ptr<Impl> impl_;
+  std::unique_ptr<Pending> pending_;
 };
 
 }  // namespace qinfer::engine

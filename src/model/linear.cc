@@ -1,5 +1,6 @@
 #include "model/linear.h"
 
+#include <cmath>
 #include <cstring>
 #include <functional>
 
@@ -64,6 +65,9 @@ std::vector<float> WeightReader::floats(const std::string& name, const std::vect
   const int64_t n = t.numel();
   std::vector<float> out(n);
   to_f32(t.dtype, t.data, n, out.data());
+  // Norm weights, conv kernels, A_log, dt_bias: one NaN here turns every output into NaN.
+  for (int64_t i = 0; i < n; ++i)
+    if (!std::isfinite(out[i])) fail(t.file, ": tensor ", name, ": element ", i, " is not finite (", out[i], ")");
   return out;
 }
 

@@ -13,9 +13,12 @@ namespace qinfer::server {
 
 struct ServeOptions {
   std::string model_dir;
-  std::string host = "0.0.0.0";
+  std::string host = "127.0.0.1";           // loopback unless --host says otherwise (vLLM: all)
   int port = 8000;
-  std::string api_key;                       // empty: no auth
+  std::string api_key;                       // --api-key, else $QINFER_API_KEY / $VLLM_API_KEY; empty: no auth
+  std::string api_key_source;                // where api_key came from, for the start-up log
+  int max_connections = 1024;                // --max-connections: connections served at once
+  int read_timeout_s = 10;                   // --read-timeout: a silent half-sent request is dropped
   std::vector<std::string> served_model_names;  // empty: the model path
   int max_num_seqs = 32;
   int64_t max_model_len = 0;                 // 0: the model's
