@@ -32,7 +32,8 @@ int cmd_generate(int argc, char** argv) {
   }
   if (a.has("ids") == a.has("prompt")) fail("give exactly one of --ids or --prompt");
   engine::GenParams params = gen_params_from_args(a, /*default_temperature=*/0.0);
-  auto eng = engine::Engine::load(a.get("model"), engine_options_from_args(a));
+  const engine::EngineOptions eo = engine_options_from_args(a);
+  auto eng = engine::Engine::load(a.get("model"), eo);
 
   std::vector<int> prompt;
   if (a.has("ids")) {
@@ -69,6 +70,15 @@ int cmd_generate(int argc, char** argv) {
   }
   log_info(r.prompt_tokens, " prompt tokens, ", r.completion_tokens, " generated in ", dt, " s (finish: ",
            engine::finish_reason_name(r.reason), ")");
+  if (eo.spec.enabled()) {
+    const engine::SpecDecodeStats sp = eng->stats().spec;
+    std::string per_pos;
+    for (size_t i = 0; i < sp.accepted_per_pos.size(); ++i)
+      per_pos += cat(i ? " " : "", sp.num_drafts ? double(sp.accepted_per_pos[i]) / sp.num_drafts : 0.0);
+    log_info("speculative decoding: ", sp.num_drafts, " verify passes, ", sp.num_draft_tokens, " draft tokens, ",
+             sp.num_accepted_tokens, " accepted: acceptance rate ", sp.acceptance_rate(), ", mean accepted length ",
+             sp.mean_accepted_length(), " (per position: ", per_pos, ")");
+  }
   return 0;
 }
 

@@ -1,7 +1,12 @@
-// qinfer logits --model DIR --ids 3,1,4 --out FILE
+// qinfer logits --model DIR --ids 3,1,4 --out FILE [--mtp-out FILE2]
 // One prefill call over the ids; writes float32 little-endian logits
-// [number of ids, vocab_size], row-major.
+// [number of ids, vocab_size], row-major. --mtp-out also writes the MTP draft head's
+// logits [n, vocab]: row i from the main model's post-norm hidden state at position i
+// and the next token ids[i+1] (last row: the argmax of the main logits at the last
+// position), rotary position i, causal over rows 0..i (the fixtures' mtp_logits).
+#include <algorithm>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "cli/commands.h"
@@ -13,18 +18,31 @@
 
 namespace qinfer::cli {
 
+namespace {
+void write_f32(const std::string& path, const std::vector<float>& v) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) fail(path, ": cannot create");
+  size_t n = std::fwrite(v.data(), sizeof(float), v.size(), f);
+  if (std::fclose(f) != 0 || n != v.size()) fail(path, ": write failed");
+}
+}  // namespace
+
 int cmd_logits(int argc, char** argv) {
   Args a(argc, argv, {{"model", true}, {"ids", true}, {"out", true}, {"threads", true},
-                      {"dense", true}, {"help", false}});
+                      {"dense", true}, {"help", false}, {"mtp-out", true}});
   if (a.has("help")) {
-    std::fprintf(stderr, "usage: qinfer logits --model DIR --ids 3,1,4 --out FILE [--threads N] [--dense int8]\n"
-                         "Writes float32 LE logits [n_ids, vocab_size] of one prefill call.\n");
+    std::fprintf(stderr, "usage: qinfer logits --model DIR --ids 3,1,4 --out FILE [--mtp-out FILE2] [--threads N] [--dense int8]\n"
+                         "Writes float32 LE logits [n_ids, vocab_size] of one prefill call; --mtp-out also the\n"
+                         "MTP head's [n_ids, vocab_size] (row i: hidden i, token ids[i+1], last row the argmax).\n");
     return 0;
   }
   std::vector<int> ids = parse_int_list(a.get("ids"), "--ids");
   std::string out = a.get("out");
   LoadOptions lo = load_options_from_args(a);
+  const bool mtp = a.has("mtp-out");
+  lo.load_mtp = mtp;
   auto model = Model::load(a.get("model"), lo);
+  if (mtp && !model->has_mtp()) fail(a.get("model"), ": --mtp-out needs the MTP head, but the checkpoint has no mtp.* tensors");
   const int64_t vocab = model->config().text.vocab_size;
   std::vector<float> logits(ids.size() * static_cast<size_t>(vocab));
   auto state = model->new_sequence();
@@ -34,13 +52,28 @@ int cmd_logits(int argc, char** argv) {
   step.n_tokens = static_cast<int64_t>(ids.size());
   step.logits = logits.data();
   step.all_logits = true;
+  const int64_t T = static_cast<int64_t>(ids.size()), H = model->config().text.hidden_size;
+  std::vector<float> hidden(mtp ? T * H : 0);
+  if (mtp) step.hidden = hidden.data();
   double t0 = now_seconds();
   model->forward({step});
   log_info("prefill of ", ids.size(), " tokens in ", now_seconds() - t0, " s");
-  FILE* f = std::fopen(out.c_str(), "wb");
-  if (!f) fail(out, ": cannot create");
-  size_t n = std::fwrite(logits.data(), sizeof(float), logits.size(), f);
-  if (std::fclose(f) != 0 || n != logits.size()) fail(out, ": write failed");
+  write_f32(out, logits);
+  if (mtp) {
+    std::vector<int> next(ids.begin() + 1, ids.end());
+    const float* last = logits.data() + (T - 1) * vocab;
+    next.push_back(static_cast<int>(std::max_element(last, last + vocab) - last));   // lowest id on ties
+    std::vector<float> mlog(logits.size());
+    Model::MtpStep ms;
+    ms.state = state.get();
+    ms.next_tokens = next.data();
+    ms.hidden = hidden.data();
+    ms.n = T;
+    ms.logits = mlog.data();
+    ms.all_logits = true;
+    model->forward_mtp({ms});
+    write_f32(a.get("mtp-out"), mlog);
+  }
   return 0;
 }
 

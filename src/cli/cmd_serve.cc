@@ -37,6 +37,7 @@ int cmd_serve(int argc, char** argv) {
   eo.prefill_chunk = o.prefill_chunk;
   eo.load.threads = o.threads;
   eo.load.dense_int8 = o.dense_int8;
+  eo.spec = o.spec;
   auto engine = engine::Engine::load(o.model_dir, eo);
   server::HttpServer srv(*engine, o);
   int port = srv.bind();

@@ -23,6 +23,7 @@
 #include "engine/gen_params.h"
 #include "engine/model_runner.h"
 #include "engine/request_stream.h"
+#include "engine/speculative.h"
 
 namespace qinfer {
 class Tokenizer;
@@ -40,6 +41,7 @@ struct EngineOptions {
   // cannot attend past it) with a warning.
   bool allow_long_max_model_len = false;
   RunnerLoadOptions load;
+  SpeculativeOptions spec;        // --speculative-config (engine/speculative.h); needs load.load_mtp
 };
 
 struct EngineStats {
@@ -48,6 +50,7 @@ struct EngineStats {
   int64_t prompt_tokens = 0, generation_tokens = 0;
   int64_t steps = 0;
   double busy_seconds = 0;        // time spent in forward + sampling
+  SpecDecodeStats spec;           // speculative decoding counters
 };
 
 class Engine {
@@ -95,6 +98,10 @@ class Engine {
   void finish_seq(Seq& s, FinishReason r, const std::string& stop_str = {}, int stop_token = -1,
                   const std::string& error = {});
   bool process_token(Seq& s, const float* logits);
+  bool emit_token(Seq& s, const TokenOut& info);   // stop checks + streaming; true when s finished
+  // Speculation: how many drafts s may verify now, and the batched draft requests of a step.
+  int draft_room(const Seq& s) const;
+  void propose_drafts(std::vector<DraftRequest>& reqs);
 
   std::unique_ptr<ModelRunner> model_;
   std::unique_ptr<Tokenizer> tokenizer_;
@@ -110,6 +117,7 @@ class Engine {
   bool stop_ = false;
   EngineStats stats_;
   int64_t active_count_ = 0;
+  DraftSource* drafter_ = nullptr;    // set when speculation is on
   std::thread thread_;
 };
 

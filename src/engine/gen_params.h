@@ -25,6 +25,7 @@ struct GenParams {
   bool include_stop_str_in_output = false;
   bool skip_special_tokens = true;
   int logprobs = -1;                  // -1: none; N >= 0: chosen token's logprob + top N
+  bool speculate = true;              // with --speculative-config: false keeps this request off drafting
 };
 
 enum class FinishReason { kNone, kStop, kLength, kAbort, kError };

@@ -31,7 +31,13 @@ SeqSampler::SeqSampler(const GenParams& g, const std::vector<int>& prompt, int v
 SeqSampler::~SeqSampler() = default;
 
 int SeqSampler::sample(const float* logits, TokenOut* info) {
-  sampling::SampleResult r = impl_->sampler.sample(std::span<const float>(logits, impl_->vocab));
+  bool accepted = false;
+  return sample_draft(logits, -1, info, &accepted);
+}
+
+int SeqSampler::sample_draft(const float* logits, int draft, TokenOut* info, bool* accepted) {
+  sampling::SampleResult r = impl_->sampler.sample(std::span<const float>(logits, impl_->vocab), draft);
+  *accepted = r.draft_accepted;
   if (info) {
     info->token = r.token;
     info->logprob = r.logprob;

@@ -15,6 +15,9 @@ class SeqSampler {
   ~SeqSampler();
   // Samples from a logits row (not modified); fills info (logprobs when requested).
   int sample(const float* logits, TokenOut* info);
+  // Verifies a draft token (sampling::Sampler::sample with a draft): the token to emit,
+  // and whether it is the draft.
+  int sample_draft(const float* logits, int draft, TokenOut* info, bool* accepted);
 
  private:
   struct Impl;

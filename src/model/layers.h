@@ -16,6 +16,7 @@ struct Span {
   int64_t begin = 0;   // first batch row
   int64_t n = 0;       // rows
   int64_t pos0 = 0;    // position of the first row (tokens already in the cache)
+  bool keep_states = false;   // DeltaNet: keep the per-token states for SequenceState::rollback
 };
 
 // Gated DeltaNet token mixer: U [N][H] (normed input) -> out [N][H].

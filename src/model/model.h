@@ -30,6 +30,7 @@ struct ForwardTrace {
 
 namespace model {
 struct ModelWeights;
+struct Linear;
 class Arena;
 }  // namespace model
 
@@ -51,7 +52,10 @@ class Model {
     bool all_logits = false;              // false: only the last token's row
     float* hidden = nullptr;              // optional [n_tokens][hidden]: post-final-norm hidden states
                                           // (the MTP head's input)
+    bool keep_states = false;             // speculative verify (n_tokens <= kMaxVerifyTokens): keep the
+                                          // DeltaNet state after every token for SequenceState::rollback
   };
+  static constexpr int64_t kMaxVerifyTokens = 16;
   // Runs all steps as one batched call: the tokens of all sequences go through
   // each weight product together; the sequence-dependent work (attention over its
   // cache, delta rule) runs per sequence. Each state may appear at most once.
@@ -72,9 +76,12 @@ class Model {
     const int* next_tokens = nullptr;
     const float* hidden = nullptr;        // [n][hidden]
     int64_t n = 0;
-    float* logits = nullptr;              // [n or 1][vocab] draft logits
+    float* logits = nullptr;              // [n or 1][vocab] draft logits; null: none (the MTP cache
+                                          // is only brought up to date, the lm_head is not read)
     bool all_logits = false;
     float* out_hidden = nullptr;          // optional [n][hidden]: MTP output after mtp.norm
+    int64_t vocab_limit = 0;              // > 0: logits over token ids 0..vocab_limit-1 only (rows of
+                                          // that length; a cheaper draft lm_head); the same in every step
   };
   void forward_mtp(const std::vector<MtpStep>& steps);
 
@@ -89,6 +96,7 @@ class Model {
   ModelConfig config_;
   std::unique_ptr<model::ModelWeights> w_;
   std::unique_ptr<model::Arena> arena_;   // forward() scratch, kept between calls
+  std::unique_ptr<model::Linear> draft_head_;   // lm_head rows 0..vocab_limit-1 (MtpStep::vocab_limit)
 };
 
 }  // namespace qinfer

@@ -58,6 +58,26 @@ void Metrics::count_finish(const std::string& reason) {
   ++finished_[reason];
 }
 
+namespace {
+// Speculative decoding counters under vLLM's names (registered by vLLM only when a
+// speculative config is set; here likewise only when speculation is on).
+void render_spec_decode(const engine::SpecDecodeStats& sp, const std::string& lbl, std::string& o) {
+  if (sp.accepted_per_pos.empty()) return;
+  auto counter = [&](const char* family, const char* help, int64_t v) {
+    o += std::string("# HELP ") + family + " " + help + "\n# TYPE " + family + " counter\n";
+    o += std::string(family) + "_total{" + lbl + "} " + std::to_string(v) + "\n";
+  };
+  counter("vllm:spec_decode_num_drafts", "Number of spec decoding drafts.", sp.num_drafts);
+  counter("vllm:spec_decode_num_draft_tokens", "Number of draft tokens.", sp.num_draft_tokens);
+  counter("vllm:spec_decode_num_accepted_tokens", "Number of accepted tokens.", sp.num_accepted_tokens);
+  o += "# HELP vllm:spec_decode_num_accepted_tokens_per_pos Accepted tokens per draft position.\n"
+       "# TYPE vllm:spec_decode_num_accepted_tokens_per_pos counter\n";
+  for (size_t p = 0; p < sp.accepted_per_pos.size(); ++p)
+    o += "vllm:spec_decode_num_accepted_tokens_per_pos_total{" + lbl + ",position=\"" + std::to_string(p) + "\"} " +
+         std::to_string(sp.accepted_per_pos[p]) + "\n";
+}
+}  // namespace
+
 std::string Metrics::render(const engine::EngineStats& s, const std::string& model) const {
   std::lock_guard<std::mutex> lk(mu_);
   std::string o;
@@ -94,6 +114,7 @@ std::string Metrics::render(const engine::EngineStats& s, const std::string& mod
   o += "# HELP qinfer_e2e_request_latency_seconds Time from request arrival to its last token.\n";
   o += "# TYPE qinfer_e2e_request_latency_seconds histogram\n";
   latency_.render("qinfer_e2e_request_latency_seconds", o);
+  render_spec_decode(s.spec, "engine=\"0\"," + lbl, o);
   return o;
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/speculative.h"
 #include "server/openai_request.h"
 
 namespace qinfer::server {
@@ -27,6 +28,7 @@ struct ServeOptions {
   int max_images_per_prompt = 1;             // --limit-mm-per-prompt {"image": N}
   int threads = 0;
   bool dense_int8 = false;
+  engine::SpeculativeOptions spec;            // --speculative-config
   bool help = false;
   std::vector<std::string> ignored;          // "--flag value" strings accepted without effect
 };
