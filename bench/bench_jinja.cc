@@ -9,7 +9,7 @@
 namespace {
 
 std::string qwen_source() {
-  std::ifstream f(QINFER_SHARED_DIR "/data/tokenizer/qwen3.5/chat_template.qwen3.6-derived.jinja");
+  std::ifstream f(QINFER_SOURCE_DIR "/tests/data/jinja/chat_template.qwen3.6-derived.jinja");
   std::ostringstream ss;
   ss << f.rdbuf();
   return ss.str();

@@ -13,7 +13,7 @@ namespace {
 
 const std::string& wikitext() {
   static const std::string text = [] {
-    std::ifstream f(QINFER_SHARED_DIR "/data/wikitext-2/wiki.test.raw", std::ios::binary);
+    std::ifstream f(QINFER_SOURCE_DIR "/tests/data/wikitext-2/wiki.test.raw", std::ios::binary);
     std::stringstream ss;
     ss << f.rdbuf();
     return ss.str();
@@ -22,7 +22,7 @@ const std::string& wikitext() {
 }
 
 const qinfer::Tokenizer& tokenizer() {
-  static const qinfer::Tokenizer t = qinfer::Tokenizer::load(QINFER_SHARED_DIR "/data/tokenizer/qwen3.5");
+  static const qinfer::Tokenizer t = qinfer::Tokenizer::load(QINFER_SOURCE_DIR "/assets/tokenizer/qwen3.5");
   return t;
 }
 
@@ -72,7 +72,7 @@ BENCHMARK(BM_DecodeWikitext)->Unit(benchmark::kMillisecond);
 
 void BM_Load(benchmark::State& state) {
   for (auto _ : state) {
-    auto t = qinfer::Tokenizer::load(QINFER_SHARED_DIR "/data/tokenizer/qwen3.5");
+    auto t = qinfer::Tokenizer::load(QINFER_SOURCE_DIR "/assets/tokenizer/qwen3.5");
     benchmark::DoNotOptimize(&t);
   }
 }

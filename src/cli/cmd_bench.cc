@@ -125,7 +125,7 @@ int cmd_bench(int argc, char** argv) {
   const ops::BandwidthProbe probe;
   const ops::Bandwidth bw = probe.measure();
   const double probe_bytes = static_cast<double>(probe.resident_bytes());
-  auto model = Model::load(a.get("model"), lo);
+  auto model = Model::load(model_dir_from_args(a), lo);
   const TextConfig& t = model->config().text;
   const auto& q = model->config().quant;
   DecodeBytes db = decode_bytes(t, q.enabled, q.enabled ? q.group_size : 32, lo.dense_int8 ? 1.0 : 2.0);

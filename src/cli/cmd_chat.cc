@@ -44,7 +44,7 @@ int cmd_chat(int argc, char** argv) {
   if (!a.has("max-tokens")) params.max_tokens = 4096;
   const bool thinking = !a.has("no-think");
   const bool hide_thinking = a.has("hide-thinking");
-  auto eng = engine::Engine::load(a.get("model"), engine_options_from_args(a));
+  auto eng = engine::Engine::load(model_dir_from_args(a), engine_options_from_args(a));
   if (!eng->tokenizer() || !eng->chat_template())
     fail(a.get("model"), ": chat needs tokenizer.json and a chat template in the model folder");
 

@@ -32,12 +32,12 @@ int cmd_generate(int argc, char** argv) {
   }
   if (a.has("ids") == a.has("prompt")) fail("give exactly one of --ids or --prompt");
   engine::GenParams params = gen_params_from_args(a, /*default_temperature=*/0.0);
-  const engine::EngineOptions eo = engine_options_from_args(a);
-  auto eng = engine::Engine::load(a.get("model"), eo);
-
   std::vector<int> prompt;
+  if (a.has("ids")) prompt = parse_int_list(a.get("ids"), "--ids");  // before the slow load
+  const engine::EngineOptions eo = engine_options_from_args(a);
+  auto eng = engine::Engine::load(model_dir_from_args(a), eo);
+
   if (a.has("ids")) {
-    prompt = parse_int_list(a.get("ids"), "--ids");
     if (!a.has("stop-at-eos")) params.ignore_eos = true;
   } else {
     if (!eng->tokenizer()) fail(a.get("model"), ": the folder has no tokenizer.json, so --prompt cannot be used (use --ids)");
@@ -68,6 +68,7 @@ int cmd_generate(int argc, char** argv) {
   } else {
     std::printf("\n");
   }
+  std::fflush(stdout);  // the text and its newline come before the summary on stderr
   log_info(r.prompt_tokens, " prompt tokens, ", r.completion_tokens, " generated in ", dt, " s (finish: ",
            engine::finish_reason_name(r.reason), ")");
   if (eo.spec.enabled()) {

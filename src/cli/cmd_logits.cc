@@ -38,11 +38,13 @@ int cmd_logits(int argc, char** argv) {
   }
   std::vector<int> ids = parse_int_list(a.get("ids"), "--ids");
   std::string out = a.get("out");
+  check_output_path(out, "--out");
   LoadOptions lo = load_options_from_args(a);
   const bool mtp = a.has("mtp-out");
   lo.load_mtp = mtp;
-  auto model = Model::load(a.get("model"), lo);
-  if (mtp && !model->has_mtp()) fail(a.get("model"), ": --mtp-out needs the MTP head, but the checkpoint has no mtp.* tensors");
+  const std::string dir = model_dir_from_args(a);
+  auto model = Model::load(dir, lo);
+  if (mtp && !model->has_mtp()) fail(dir, ": --mtp-out needs the MTP head, but the checkpoint has no mtp.* tensors");
   const int64_t vocab = model->config().text.vocab_size;
   std::vector<float> logits(ids.size() * static_cast<size_t>(vocab));
   auto state = model->new_sequence();

@@ -1,5 +1,5 @@
 // qinfer perplexity --model DIR --file TEXT [--ctx 2048] [--stride 512]
-// Perplexity by the Hugging Face fixed-length recipe (shared/spec/gptq.md §5):
+// Perplexity by the Hugging Face fixed-length recipe (docs/MODEL.md §9):
 // windows of --ctx tokens starting every --stride tokens; each window scores only
 // the tokens no earlier window scored; PPL = exp(token-weighted mean NLL).
 // --hf-rows joins the file's lines with "\n\n" (how `datasets` rows of
@@ -65,7 +65,7 @@ int cmd_perplexity(int argc, char** argv) {
   if (stride < 1 || stride > ctx) fail("--stride must be in 1..--ctx");
   if (a.has("file") == a.has("ids")) fail("give exactly one of --file or --ids");
   LoadOptions lo = load_options_from_args(a);
-  const std::string dir = a.get("model");
+  const std::string dir = model_dir_from_args(a);
 
   std::vector<int> ids;
   if (a.has("ids")) {

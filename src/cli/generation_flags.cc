@@ -1,5 +1,9 @@
 #include "cli/generation_flags.h"
 
+#include <unistd.h>
+
+#include <filesystem>
+
 #include "sampling/sampling_params.h"
 #include "util/error.h"
 
@@ -86,6 +90,26 @@ LoadOptions load_options_from_args(const Args& a) {
   if (dense != "bf16" && dense != "int8") fail("option --dense: must be bf16 or int8, got '", dense, "'");
   lo.dense_int8 = dense == "int8";
   return lo;
+}
+
+std::string model_dir_from_args(const Args& a) {
+  const std::string dir = a.get("model");
+  std::error_code ec;
+  const auto st = std::filesystem::status(dir, ec);
+  if (!std::filesystem::exists(st)) fail("--model ", dir, ": folder does not exist");
+  if (!std::filesystem::is_directory(st)) fail("--model ", dir, ": is not a folder (give the checkpoint folder)");
+  return dir;
+}
+
+void check_output_path(const std::string& path, const std::string& flag) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path p(path);
+  if (fs::is_directory(p, ec)) fail(flag, " ", path, ": is a folder, not a file");
+  const fs::path parent = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  if (!fs::is_directory(parent, ec)) fail(flag, " ", path, ": folder ", parent.string(), " does not exist");
+  if (fs::exists(p, ec) ? ::access(path.c_str(), W_OK) != 0 : ::access(parent.c_str(), W_OK) != 0)
+    fail(flag, " ", path, ": cannot write there (permission denied)");
 }
 
 engine::EngineOptions engine_options_from_args(const Args& a) {

@@ -17,6 +17,12 @@ std::vector<OptionSpec> generation_option_specs();
 engine::GenParams gen_params_from_args(const Args& a, double default_temperature);
 // --threads N (0 = all cores, negative refused) and --dense bf16|int8, errors naming the flag.
 LoadOptions load_options_from_args(const Args& a);
+// --model DIR, checked before anything loads: an Error saying the folder does not exist or is
+// not a folder (rather than a missing config.json inside it).
+std::string model_dir_from_args(const Args& a);
+// An output file named by `flag`, checked before the slow work: its folder must exist and the
+// file must be creatable or writable there.
+void check_output_path(const std::string& path, const std::string& flag);
 engine::EngineOptions engine_options_from_args(const Args& a);
 const char* generation_flags_help();
 

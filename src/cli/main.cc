@@ -3,17 +3,22 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "util/suggest.h"
 
 namespace {
+
+constexpr const char* kVersion = "0.1.0";
 
 struct Command {
   const char* name;
   int (*fn)(int, char**);
   const char* help;
+  bool listed = true;  // false: runs, but is left out of the list (a placeholder)
 };
 
 const Command kCommands[] = {
@@ -23,26 +28,61 @@ const Command kCommands[] = {
     {"logits", qinfer::cli::cmd_logits, "write the logits of one prefill call to a file"},
     {"inspect", qinfer::cli::cmd_inspect, "summarise a checkpoint folder"},
     {"synth", qinfer::cli::cmd_synth, "write a synthetic checkpoint with random weights"},
-    {"quantize", qinfer::cli::cmd_quantize, "quantize a BF16 checkpoint to GPTQ int4"},
+    {"quantize", qinfer::cli::cmd_quantize, "quantize a BF16 checkpoint to GPTQ int4 (GPTQModel recipe)"},
     {"perplexity", qinfer::cli::cmd_perplexity, "perplexity on a text file"},
     {"bench", qinfer::cli::cmd_bench, "prefill/decode speed and memory bandwidth"},
 };
 
-void usage() {
-  std::fprintf(stderr, "usage: qinfer <command> [options]\n\ncommands:\n");
-  for (const auto& c : kCommands) std::fprintf(stderr, "  %-11s %s\n", c.name, c.help);
-  std::fprintf(stderr, "\nqinfer <command> --help shows the options of one command.\n");
+void usage(std::FILE* out) {
+  std::fprintf(out, "usage: qinfer <command> [options]\n\ncommands:\n");
+  for (const auto& c : kCommands)
+    if (c.listed) std::fprintf(out, "  %-11s %s\n", c.name, c.help);
+  std::fprintf(out,
+               "\nqinfer <command> --help shows the options of one command.\n"
+               "qinfer --version shows the version and build.\n");
+}
+
+void version() {
+  std::printf("qinfer %s\n", kVersion);
+#if defined(__clang__)
+  const char* compiler = "clang " __clang_version__;
+#elif defined(__GNUC__)
+  const char* compiler = "gcc " __VERSION__;
+#else
+  const char* compiler = "unknown compiler";
+#endif
+#ifdef __OPTIMIZE__
+  const char* opt = "optimised";
+#else
+  const char* opt = "unoptimised";
+#endif
+#ifdef NDEBUG
+  const char* asserts = "assertions off";
+#else
+  const char* asserts = "assertions on";
+#endif
+  std::printf("built %s %s with %s, C++ %ld, %s, %s\n", __DATE__, __TIME__, compiler, static_cast<long>(__cplusplus),
+              opt, asserts);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
-    usage();
-    return argc < 2 ? 2 : 0;
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  const std::string first = argv[1];
+  if (first == "--help" || first == "-h" || first == "help") {
+    usage(stdout);
+    return 0;
+  }
+  if (first == "--version" || first == "-V" || first == "version") {
+    version();
+    return 0;
   }
   for (const auto& c : kCommands) {
-    if (std::strcmp(argv[1], c.name) != 0) continue;
+    if (first != c.name) continue;
     try {
       return c.fn(argc - 2, argv + 2);
     } catch (const qinfer::Error& e) {
@@ -56,7 +96,14 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  std::fprintf(stderr, "qinfer: unknown command '%s'\n", argv[1]);
-  usage();
+  std::vector<std::string> names;
+  for (const auto& c : kCommands)
+    if (c.listed) names.push_back(c.name);
+  const std::string near = qinfer::nearest_name(first, names);
+  if (!near.empty())
+    std::fprintf(stderr, "qinfer: unknown command '%s' (did you mean '%s'?)\n", first.c_str(), near.c_str());
+  else
+    std::fprintf(stderr, "qinfer: unknown command '%s'\n", first.c_str());
+  usage(stderr);
   return 2;
 }

@@ -6,6 +6,8 @@
 #include "io/config.h"
 #include "jinja/chat_template.h"
 #include "engine/seq_sampler.h"
+#include "grammar/compiler.h"
+#include "grammar/grammar.h"
 #include "engine/text_output.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -21,6 +23,7 @@ struct Engine::Seq {
   std::unique_ptr<RunnerSequence> state;
   std::unique_ptr<SeqSampler> sampler;
   std::unique_ptr<TextOutput> text;
+  std::unique_ptr<grammar::Matcher> grammar;  // structured outputs (null: unconstrained)
   std::vector<int> stop_ids;          // EOS ids (unless ignore_eos) + stop_token_ids
   int64_t prefilled = 0;
   int64_t generated = 0;
@@ -176,6 +179,10 @@ std::shared_ptr<RequestStream> Engine::submit(std::vector<int> prompt, const Gen
     if (id < 0 || id >= vocab_) fail("stop_token_ids: id ", id, " is outside the vocabulary");
     s->stop_ids.push_back(id);
   }
+  if (params.grammar) {
+    s->grammar = std::make_unique<grammar::Matcher>(params.grammar, s->stop_ids, sample_vocab,
+                                                    params.grammar_start_after);
+  }
   s->params = params;
   s->spec = drafter_ != nullptr && params.speculate;
   s->submit_time = now_seconds();
@@ -216,6 +223,15 @@ GenResult Engine::generate(const std::vector<int>& prompt, const GenParams& para
       return r;
     }
   }
+}
+
+grammar::Compiler* Engine::grammar_compiler() {
+  if (!tokenizer_) return nullptr;
+  std::lock_guard<std::mutex> lk(grammar_mu_);
+  if (!grammar_compiler_) {
+    grammar_compiler_ = std::make_unique<grammar::Compiler>(grammar::TokenVocab::from_tokenizer(*tokenizer_));
+  }
+  return grammar_compiler_.get();
 }
 
 EngineStats Engine::stats() const {
@@ -422,7 +438,8 @@ void Engine::step(std::vector<std::unique_ptr<Seq>>& active) {
           TokenOut info;
           bool acc = false;
           const int draft = t < k ? s.run[t + 1] : -1;
-          info.token = s.sampler->sample_draft(s.logits.data() + static_cast<size_t>(t) * vocab_, draft, &info, &acc);
+          info.token = s.sampler->sample_draft(s.logits.data() + static_cast<size_t>(t) * vocab_, draft, &info, &acc,
+                                                grammar_mask(s));
           ++generated;
           finished = emit_token(s, info);
           if (!finished) s.context.push_back(info.token);
@@ -476,8 +493,16 @@ void Engine::step(std::vector<std::unique_ptr<Seq>>& active) {
 
 bool Engine::process_token(Seq& s, const float* logits) {
   TokenOut info;
-  info.token = s.sampler->sample(logits, &info);
+  info.token = s.sampler->sample(logits, &info, grammar_mask(s));
   return emit_token(s, info);
+}
+
+// The structured-output mask for the next token of s (nullptr without an active grammar).
+// Verification calls it before each token it checks: emit_token has advanced the grammar
+// through the tokens accepted before it, so the mask is the one plain decoding would use.
+const uint64_t* Engine::grammar_mask(Seq& s) {
+  if (!s.grammar || !s.grammar->active()) return nullptr;
+  return s.grammar->mask(s.generated + 1 > s.params.min_tokens);
 }
 
 bool Engine::emit_token(Seq& s, const TokenOut& info) {
@@ -491,12 +516,20 @@ bool Engine::emit_token(Seq& s, const TokenOut& info) {
     finish_seq(s, FinishReason::kStop, {}, tok);
     return true;
   }
+  if (s.grammar && !s.grammar->accept(tok)) {
+    fail("structured output: sampled token ", tok, " does not fit the grammar");
+  }
   bool stopped = false;
   std::string stop_str;
   std::string text = s.text->push(tok, &stopped, &stop_str);
   s.stream->push_token(info, text, s.generated);
   if (stopped) {
     finish_seq(s, FinishReason::kStop, stop_str);
+    return true;
+  }
+  if (s.grammar && s.grammar->terminated()) {  // complete, nothing more can follow
+    s.stream->push_text(s.text->flush());
+    finish_seq(s, FinishReason::kStop);
     return true;
   }
   if (s.generated >= s.max_tokens ||

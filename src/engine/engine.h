@@ -30,6 +30,10 @@ class Tokenizer;
 class ChatTemplate;
 }  // namespace qinfer
 
+namespace qinfer::grammar {
+class Compiler;
+}
+
 namespace qinfer::engine {
 
 struct EngineOptions {
@@ -80,6 +84,9 @@ class Engine {
   const std::vector<int>& eos_token_ids() const { return eos_ids_; }
   const EngineOptions& options() const { return opts_; }
   EngineStats stats() const;
+  // Structured outputs: the grammar compiler (and cache) over this tokenizer's vocabulary,
+  // built on first use; null when the model has no tokenizer.
+  grammar::Compiler* grammar_compiler();
 
   // Validates prompt length + max_tokens against the context; returns the effective
   // max_tokens. Error text follows vLLM ("maximum context length is N tokens").
@@ -99,6 +106,7 @@ class Engine {
                   const std::string& error = {});
   bool process_token(Seq& s, const float* logits);
   bool emit_token(Seq& s, const TokenOut& info);   // stop checks + streaming; true when s finished
+  static const uint64_t* grammar_mask(Seq& s);   // structured-output mask for s's next token, or null
   // Speculation: how many drafts s may verify now, and the batched draft requests of a step.
   int draft_room(const Seq& s) const;
   void propose_drafts(std::vector<DraftRequest>& reqs);
@@ -110,6 +118,8 @@ class Engine {
   int vocab_ = 0;
   int64_t max_model_len_ = 0;
   std::vector<int> eos_ids_;
+  std::mutex grammar_mu_;
+  std::unique_ptr<grammar::Compiler> grammar_compiler_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

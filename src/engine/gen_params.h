@@ -3,9 +3,14 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+namespace qinfer::grammar {
+class Grammar;
+}
 
 namespace qinfer::engine {
 
@@ -26,6 +31,11 @@ struct GenParams {
   bool skip_special_tokens = true;
   int logprobs = -1;                  // -1: none; N >= 0: chosen token's logprob + top N
   bool speculate = true;              // with --speculative-config: false keeps this request off drafting
+  // Structured outputs: every sampled token must keep the output inside this grammar; EOS
+  // only where it accepts; the output ends once it is complete. With grammar_start_after
+  // >= 0 (the </think> id when thinking is on) the constraint starts after that token.
+  std::shared_ptr<const grammar::Grammar> grammar;
+  int grammar_start_after = -1;
 };
 
 enum class FinishReason { kNone, kStop, kLength, kAbort, kError };

@@ -30,13 +30,15 @@ SeqSampler::SeqSampler(const GenParams& g, const std::vector<int>& prompt, int v
 
 SeqSampler::~SeqSampler() = default;
 
-int SeqSampler::sample(const float* logits, TokenOut* info) {
+int SeqSampler::sample(const float* logits, TokenOut* info, const uint64_t* allowed) {
   bool accepted = false;
-  return sample_draft(logits, -1, info, &accepted);
+  return sample_draft(logits, -1, info, &accepted, allowed);
 }
 
-int SeqSampler::sample_draft(const float* logits, int draft, TokenOut* info, bool* accepted) {
-  sampling::SampleResult r = impl_->sampler.sample(std::span<const float>(logits, impl_->vocab), draft);
+int SeqSampler::sample_draft(const float* logits, int draft, TokenOut* info, bool* accepted,
+                             const uint64_t* allowed) {
+  sampling::SampleResult r =
+      impl_->sampler.verify_draft(std::span<const float>(logits, impl_->vocab), draft, allowed);
   *accepted = r.draft_accepted;
   if (info) {
     info->token = r.token;

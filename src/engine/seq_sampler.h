@@ -1,6 +1,7 @@
 // Adapter from the engine's GenParams to the sampling module: one per sequence,
 // owning its RNG and token history (for penalties).
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -14,10 +15,12 @@ class SeqSampler {
   SeqSampler(const GenParams& p, const std::vector<int>& prompt, int vocab);
   ~SeqSampler();
   // Samples from a logits row (not modified); fills info (logprobs when requested).
-  int sample(const float* logits, TokenOut* info);
-  // Verifies a draft token (sampling::Sampler::sample with a draft): the token to emit,
-  // and whether it is the draft.
-  int sample_draft(const float* logits, int draft, TokenOut* info, bool* accepted);
+  // allowed: optional token bitset of a structured-output grammar (sampling::Sampler).
+  int sample(const float* logits, TokenOut* info, const uint64_t* allowed = nullptr);
+  // Verifies a draft token (sampling::Sampler::verify_draft): the token to emit, and whether
+  // it is the draft.
+  int sample_draft(const float* logits, int draft, TokenOut* info, bool* accepted,
+                   const uint64_t* allowed = nullptr);
 
  private:
   struct Impl;

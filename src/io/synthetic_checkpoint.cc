@@ -230,7 +230,7 @@ SynthOptions demo_synth_options() {
   o.linear_value_heads = 4;
   o.linear_key_dim = 32;
   o.linear_value_dim = 32;
-  o.max_position_embeddings = 32768;
+  o.max_position_embeddings = 262144;  // the real model's, so `vllm serve` works on it unchanged
   o.label = "qinfer demo model: real tokenizer, random weights - its output is noise";
   return o;
 }

@@ -69,6 +69,24 @@ void Sampler::apply_bias_and_penalties() {
     work_[size_t(t)] -= params_.frequency_penalty * float(count) + params_.presence_penalty;
 }
 
+void Sampler::apply_mask(const uint64_t* allowed) {
+  const size_t V = size_t(vocab_);
+  bool any = false;
+  for (size_t w = 0; w * 64 < V; ++w) {
+    const uint64_t bits = allowed[w];
+    const size_t end = std::min(V, w * 64 + 64);
+    if (bits == ~uint64_t(0) && end == w * 64 + 64) {
+      any = true;
+      continue;
+    }
+    for (size_t i = w * 64; i < end; ++i) {
+      if (!((bits >> (i & 63)) & 1)) work_[i] = kNegInf;
+      else any = any || work_[i] != kNegInf;
+    }
+  }
+  if (!any) fail("sampler: the structured-output grammar allows no token here");
+}
+
 double Sampler::uniform01() { return double(rng_() >> 11) * 0x1.0p-53; }
 
 // top_p: keep the most likely candidates while the probability mass strictly above them is
@@ -179,9 +197,11 @@ int32_t Sampler::sample_random(const float* x, float mx, int32_t draft, bool* ac
   return cand_.back().token;
 }
 
-SampleResult Sampler::sample(std::span<const float> logits) { return sample(logits, -1); }
+SampleResult Sampler::sample(std::span<const float> logits, const uint64_t* allowed) {
+  return verify_draft(logits, -1, allowed);
+}
 
-SampleResult Sampler::sample(std::span<const float> logits, int32_t draft) {
+SampleResult Sampler::verify_draft(std::span<const float> logits, int32_t draft, const uint64_t* allowed) {
   const size_t V = size_t(vocab_);
   if (logits.size() < V)
     fail("sampler: logits row has ", logits.size(), " entries, expected at least ", vocab_);
@@ -202,8 +222,9 @@ SampleResult Sampler::sample(std::span<const float> logits, int32_t draft) {
   if (std::isinf(raw_max)) fail("sampler: a logit is +inf");
 
   const float* x = raw;
-  if (needs_work_copy()) {
+  if (allowed || needs_work_copy()) {
     work_.assign(raw, raw + V);
+    if (allowed) apply_mask(allowed);
     apply_bias_and_penalties();
     x = work_.data();
   }

@@ -40,15 +40,19 @@ class Sampler {
 
   // Samples one token from logits (size >= vocab_size) and records it as an output token.
   // Throws qinfer::Error if the row is too short, contains NaN, or has no finite entry.
-  SampleResult sample(std::span<const float> logits);
+  // allowed (optional, structured outputs): a bitset over the vocabulary; tokens whose bit is
+  // clear get -inf before logit_bias, penalties, temperature, top-k/top-p. Raw logprobs stay
+  // those of the unmodified row.
+  SampleResult sample(std::span<const float> logits, const uint64_t* allowed = nullptr);
 
   // Speculative verification of a draft token that was chosen deterministically (the
   // draft distribution q is one-hot on `draft`): greedy keeps it when it is the argmax;
   // random sampling keeps it with probability p(draft) (= min(1, p/q)) under the same
   // processed distribution p as sample() (penalties, temperature, min_p, top_k, top_p),
   // and otherwise draws from norm(max(p - q, 0)) = p without the draft. The returned token
-  // is therefore distributed exactly as sample()'s. draft < 0: plain sample().
-  SampleResult sample(std::span<const float> logits, int32_t draft);
+  // is therefore distributed exactly as sample()'s. draft < 0: plain sample(). allowed: as
+  // for sample() (a draft outside the grammar mask has p = 0 and is always rejected).
+  SampleResult verify_draft(std::span<const float> logits, int32_t draft, const uint64_t* allowed = nullptr);
 
   // Records a token that was produced without sample() (e.g. forced), for the penalties.
   void record(int32_t token);
@@ -59,6 +63,7 @@ class Sampler {
  private:
   bool needs_work_copy() const;
   void apply_bias_and_penalties();
+  void apply_mask(const uint64_t* allowed);
   int32_t sample_random(const float* x, float max_logit, int32_t draft, bool* accepted);
   void apply_top_p(float mx);
   double uniform01();

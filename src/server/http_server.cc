@@ -13,6 +13,7 @@
 #include "server/metrics.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
+#include "server/structured_output.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -294,6 +295,20 @@ void HttpServer::Impl::chat(const httplib::Request& req, httplib::Response& res)
   }
   std::vector<int> ids = tok->encode(prompt, true);
   eng.check_context(static_cast<int64_t>(ids.size()), r.gen.max_tokens);
+  // Structured outputs: the forced tool call's remainder, or response_format / guided_*;
+  // with thinking on (and a reasoning parser) the constraint starts after </think>.
+  std::optional<grammar::Spec> spec = r.structured;
+  if (r.tool_choice == ToolChoice::kRequired || r.tool_choice == ToolChoice::kNamed) {
+    if (spec) {
+      throw ApiError(400, cat(spec->field, ": cannot be combined with tool_choice 'required' or a named function"),
+                     spec->field.substr(0, spec->field.find('.')));
+    }
+    spec = tool_call_spec(r.tools, r.tool_choice == ToolChoice::kNamed ? r.tool_choice_name : "");
+  }
+  if (spec) {
+    r.gen.grammar = compile_structured(eng, *spec);
+    if (thinking && forced.empty() && think_end_id >= 0) r.gen.grammar_start_after = think_end_id;
+  }
 
   ChatOutputConfig oc;
   oc.reasoning = !opts.reasoning_parser.empty();
@@ -337,6 +352,7 @@ void HttpServer::Impl::completions(const httplib::Request& req, httplib::Respons
     if (p.empty()) throw ApiError(400, "prompt: encodes to no tokens", "prompt");
     eng.check_context(static_cast<int64_t>(p.size()), r.gen.max_tokens);
   }
+  if (r.structured) r.gen.grammar = compile_structured(eng, *r.structured);
   JobConfig jc = job_config(false, r.model, r.stream, r.include_usage, r.continuous_usage);
   jc.logprobs = r.gen.logprobs >= 0;
   jc.return_token_ids = !tok || (body.contains("return_token_ids") && body["return_token_ids"] == true);

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "server/api_error.h"
+#include "server/structured_output.h"
 #include "util/error.h"
 
 namespace qinfer::server {
@@ -81,10 +82,13 @@ const char* const kCommonFields[] = {
     "model", "temperature", "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty",
     "repetition_penalty", "seed", "stop", "stop_token_ids", "logit_bias", "ignore_eos", "min_tokens",
     "include_stop_str_in_output", "skip_special_tokens", "n", "best_of", "stream", "stream_options",
-    "max_tokens", "user", "metadata"};
+    "max_tokens", "user", "metadata",
+    // structured outputs (server/structured_output.cc)
+    "response_format", "structured_outputs", "guided_json", "guided_regex", "guided_choice", "guided_grammar",
+    "guided_decoding_backend", "guided_whitespace_pattern"};
 const char* const kChatFields[] = {
     "messages", "max_completion_tokens", "logprobs", "top_logprobs", "chat_template_kwargs", "reasoning_effort",
-    "include_reasoning", "add_generation_prompt", "continue_final_message", "response_format", "tools",
+    "include_reasoning", "add_generation_prompt", "continue_final_message", "tools",
     "tool_choice", "parallel_tool_calls"};
 const char* const kCompletionFields[] = {"prompt", "suffix", "echo", "logprobs", "return_token_ids"};
 
@@ -412,15 +416,7 @@ ChatRequest parse_chat_request(const json& b, const RequestLimits& limits) {
   if (r.continue_final_message && r.messages.back()["role"] != "assistant") {
     bad_request("continue_final_message", "continue_final_message: the last message must be an assistant message");
   }
-  if (present(b, "response_format")) {
-    const json& rf = b["response_format"];
-    if (!rf.is_object()) wrong_type("response_format", "an object", rf);
-    std::string t = opt_string(rf, "type").value_or("text");
-    if (t != "text") {
-      bad_request("response_format", cat("response_format: type '", t,
-                                         "' needs guided decoding, which this server does not implement"));
-    }
-  }
+  r.structured = parse_structured_output(b);
   return r;
 }
 
@@ -471,6 +467,7 @@ CompletionRequest parse_completion_request(const json& b, const RequestLimits& l
     if (*lp < 0 || *lp > 20) bad_request("logprobs", cat("logprobs: must be in [0, 20], got ", *lp));
     r.gen.logprobs = static_cast<int>(*lp);
   }
+  r.structured = parse_structured_output(b);
   return r;
 }
 

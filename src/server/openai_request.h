@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/gen_params.h"
+#include "grammar/compiler.h"
 
 namespace qinfer::server {
 
@@ -46,6 +47,7 @@ struct ChatRequest {
   bool include_reasoning = true;
   bool add_generation_prompt = true, continue_final_message = false;
   int image_count = 0;
+  std::optional<grammar::Spec> structured;  // response_format / structured_outputs / guided_*
 };
 
 struct CompletionRequest {
@@ -56,6 +58,7 @@ struct CompletionRequest {
   bool echo = false;
   int n = 1;
   engine::GenParams gen;
+  std::optional<grammar::Spec> structured;  // structured_outputs / guided_* / response_format
   size_t num_prompts() const { return prompt_texts.size() + prompt_ids.size(); }
 };
 

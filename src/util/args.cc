@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "util/error.h"
+#include "util/suggest.h"
 
 namespace qinfer {
 
@@ -21,7 +22,13 @@ Args::Args(int argc, char** argv, const std::vector<OptionSpec>& specs) {
         inline_value = true;
       }
       auto it = by_name.find(name);
-      if (it == by_name.end()) fail("unknown option --", name);
+      if (it == by_name.end()) {
+        std::vector<std::string> names;
+        for (const auto& s : specs) names.push_back(s.name);
+        const std::string near = nearest_name(name, names);
+        if (!near.empty()) fail("unknown option --", name, " (did you mean --", near, "?)");
+        fail("unknown option --", name);
+      }
       const OptionSpec& spec = *it->second;
       if (spec.takes_value) {
         if (!inline_value) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -305,6 +306,50 @@ TEST(CliContract, BadRequestsAreRejected) {
   EXPECT_NE(r.out.find("/nonexistent"), std::string::npos) << r.out;
   r = run("nosuchcommand");
   EXPECT_EQ(r.code, 2) << r.out;
+}
+
+// --help and --version succeed; a typo gets the nearest command or flag; every command,
+// quantize included, is listed.
+TEST(CliContract, HelpVersionAndSuggestions) {
+  RunResult r = run("--help");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("generate"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("quantize"), std::string::npos) << r.out;
+  r = run("--version");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("qinfer ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("built "), std::string::npos) << r.out;
+  r = run("generte");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("did you mean 'generate'?"), std::string::npos) << r.out;
+  r = run("nosuchcommand");
+  EXPECT_EQ(r.out.find("did you mean"), std::string::npos) << r.out;
+  r = run("generate --model " + fixture("qwen35moe-tiny-s1/bf16") + " --ids 1 --max-token 2");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("unknown option --max-token (did you mean --max-tokens?)"), std::string::npos) << r.out;
+}
+
+// Arguments are checked before the weights load: each of these fails at once, names the
+// argument, and says what is wrong with it.
+TEST(CliContract, ArgumentsCheckedBeforeLoad) {
+  const std::string m = " --model " + fixture("qwen35moe-tiny-s1/bf16");
+  RunResult r = run("generate" + m + " --ids 3,x --print-ids");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("--ids"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("loaded "), std::string::npos) << "the model loaded before --ids was checked:\n" << r.out;
+  r = run("logits" + m + " --ids 1,2 --out /nonexistent-dir/x.f32");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("--out /nonexistent-dir/x.f32: folder /nonexistent-dir does not exist"), std::string::npos) << r.out;
+  r = run("logits --model /nonexistent/model --ids 1 --out " + temp_path("w.f32"));
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("/nonexistent/model: folder does not exist"), std::string::npos) << r.out;
+  r = run("generate --model /nonexistent/model --ids 1");
+  EXPECT_NE(r.out.find("/nonexistent/model: folder does not exist"), std::string::npos) << r.out;
+  if (::geteuid() != 0) {  // root may write anywhere
+    r = run("logits" + m + " --ids 1 --out /proc/x.f32");
+    EXPECT_EQ(r.code, 1) << r.out;
+    EXPECT_NE(r.out.find("--out /proc/x.f32"), std::string::npos) << r.out;
+  }
 }
 
 // A bad sampling flag fails before the model loads, and the message names the flag.

@@ -311,7 +311,7 @@ TEST(Engine, StopStringsNeedTokenizer) {
 TEST(Engine, TextAndStopStringsWithTokenizer) {
   FakeStats st;
   EngineOptions o;
-  auto tok = std::make_unique<Tokenizer>(Tokenizer::load(QINFER_SHARED_DIR "/data/tokenizer/qwen3.5"));
+  auto tok = std::make_unique<Tokenizer>(Tokenizer::load(QINFER_SOURCE_DIR "/assets/tokenizer/qwen3.5"));
   const Tokenizer* tp = tok.get();
   Engine e(std::make_unique<FakeRunner>(&st), std::move(tok), nullptr, o);
   auto prompt = prompt_of(4, 6);

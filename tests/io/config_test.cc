@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <stdexcept>
 
 #include "io/config.h"
 #include "util/error.h"
@@ -12,11 +13,12 @@ namespace {
 
 nlohmann::json read(const std::string& path) {
   std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read test data file " + path);
   return nlohmann::json::parse(in);
 }
 
 TEST(Config, RealQwen36File) {
-  auto j = read(std::string(QINFER_SHARED_DIR) + "/data/model/qwen3.6-35b-a3b/config.json");
+  auto j = read(std::string(QINFER_SOURCE_DIR) + "/tests/data/model/qwen3.6-35b-a3b/config.json");
   ModelConfig c = parse_config(j, "config.json");
   EXPECT_EQ(c.text.hidden_size, 2048);
   EXPECT_EQ(c.text.num_hidden_layers, 40);

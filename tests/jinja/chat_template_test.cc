@@ -25,7 +25,7 @@ struct TempDir {
   }
 };
 
-const std::string kShared = QINFER_SHARED_DIR "/data/tokenizer/qwen3.5";
+const std::string kShared = QINFER_SOURCE_DIR "/assets/tokenizer/qwen3.5";  // shipped in the repository
 
 }  // namespace
 

@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 #include "jinja/chat_template.h"
 #include "jinja/template.h"
@@ -16,7 +17,7 @@ namespace {
 
 std::string read(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
-  EXPECT_TRUE(f) << "cannot read " << path;
+  if (!f) throw std::runtime_error("cannot read test data file " + path);
   std::ostringstream ss;
   ss << f.rdbuf();
   return ss.str();
@@ -71,7 +72,7 @@ TEST(QwenChatGoldens, BothTemplatesMatchJinja2) {
   ASSERT_GE(g["cases"].size(), 30u);
   std::map<std::string, std::pair<std::string, qinfer::ChatTemplate>> tmpls;
   for (auto it = g["templates"].begin(); it != g["templates"].end(); ++it) {
-    std::string path = std::string(QINFER_SHARED_DIR) + "/" + it.value().get<std::string>();
+    std::string path = std::string(QINFER_SOURCE_DIR) + "/" + it.value().get<std::string>();
     std::string src = read(path);
     tmpls.emplace(it.key(), std::make_pair(src, qinfer::ChatTemplate::from_string(src, "chat_template.jinja")));
   }

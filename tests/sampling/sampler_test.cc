@@ -415,7 +415,7 @@ TEST(SamplerDraft, RejectionSamplingKeepsTheTargetDistribution) {
         p.top_p = c.top_p;
         p.seed = 1000 + i;
         Sampler s(p, static_cast<int32_t>(probs.size()));
-        SampleResult r = s.sample(logits, draft);
+        SampleResult r = s.verify_draft(logits, draft);
         ++count[r.token];
         accepted += r.draft_accepted;
         EXPECT_EQ(r.draft_accepted, r.token == draft);
@@ -437,7 +437,7 @@ TEST(SamplerDraft, GreedyKeepsOnlyTheArgmaxAndSeedsReproduce) {
   SamplingParams g;
   g.temperature = 0;
   Sampler s(g, 300);
-  SampleResult a = s.sample(logits, best), b = s.sample(logits, (best + 1) % 300);
+  SampleResult a = s.verify_draft(logits, best), b = s.verify_draft(logits, (best + 1) % 300);
   EXPECT_TRUE(a.draft_accepted);
   EXPECT_EQ(a.token, best);
   EXPECT_FALSE(b.draft_accepted);
@@ -448,7 +448,7 @@ TEST(SamplerDraft, GreedyKeepsOnlyTheArgmaxAndSeedsReproduce) {
   Sampler s1(r, 300), s2(r, 300);
   for (int i = 0; i < 50; ++i) {
     const int32_t d = (i * 37) % 300;
-    SampleResult x = s1.sample(logits, d), y = s2.sample(logits, d);
+    SampleResult x = s1.verify_draft(logits, d), y = s2.verify_draft(logits, d);
     EXPECT_EQ(x.token, y.token);
     EXPECT_EQ(x.draft_accepted, y.draft_accepted);
   }

@@ -15,13 +15,25 @@ namespace qinfer::server {
 namespace {
 
 using json = nlohmann::json;
-constexpr const char* kTokDir = QINFER_SHARED_DIR "/data/tokenizer/qwen3.5";
+constexpr const char* kTokDir = QINFER_SOURCE_DIR "/assets/tokenizer/qwen3.5";  // shipped in the repository
 constexpr int kVocab = 248320;
 constexpr int kImEnd = 248046;
 
 class ServerTest : public ::testing::Test {
  protected:
+  // A setup that throws (a missing tokenizer file, a port in use) is reported by every test
+  // of the suite instead of leaving null servers behind for them to crash on.
   static void SetUpTestSuite() {
+    try {
+      start();
+    } catch (const std::exception& e) {
+      setup_error_ = new std::string(e.what());
+    }
+  }
+  void SetUp() override {
+    if (setup_error_) GTEST_FAIL() << "ServerTest setup failed: " << *setup_error_;
+  }
+  static void start() {
     auto runner = std::make_unique<testing::ScriptedRunner>(kVocab, kImEnd, 2048);
     runner_ = runner.get();
     auto tok = std::make_unique<Tokenizer>(Tokenizer::load(kTokDir));
@@ -45,11 +57,16 @@ class ServerTest : public ::testing::Test {
     thread_ = new std::thread([] { server_->serve(); });
   }
   static void TearDownTestSuite() {
-    server_->stop();
-    thread_->join();
+    if (server_) server_->stop();
+    if (thread_) thread_->join();
     delete thread_;
     delete server_;
     delete engine_;
+    delete setup_error_;
+    thread_ = nullptr;
+    server_ = nullptr;
+    engine_ = nullptr;
+    setup_error_ = nullptr;
   }
   void script(const std::string& text) { runner_->set_script(tok_->encode(text, true)); }
   httplib::Client client(bool auth = true) {
@@ -83,6 +100,7 @@ class ServerTest : public ::testing::Test {
   static HttpServer* server_;
   static std::thread* thread_;
   static int port_;
+  static std::string* setup_error_;
 };
 
 testing::ScriptedRunner* ServerTest::runner_;
@@ -91,6 +109,7 @@ engine::Engine* ServerTest::engine_;
 HttpServer* ServerTest::server_;
 std::thread* ServerTest::thread_;
 int ServerTest::port_;
+std::string* ServerTest::setup_error_;
 
 const json kTools = json::parse(R"([{"type": "function", "function": {"name": "get_weather",
   "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}}}])");

@@ -9,7 +9,7 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 BUILD="$(cd "${1:-$ROOT/build}" && pwd)"
 QINFER="$BUILD/qinfer"
-SHARED="$ROOT/../shared"
+DEMO_TOKENIZER="$ROOT/assets/tokenizer/qwen3.5"
 FIXTURES="$ROOT/tests/fixtures"
 [ -x "$QINFER" ] || { echo "no $QINFER (build the qinfer target first)" >&2; exit 1; }
 TMP="$(mktemp -d)"
@@ -73,7 +73,7 @@ run_suite() {  # MODEL_DIR MODE
     --limit-mm-per-prompt '{"image": 2}'
   curl_checks "$2"
   (cd "$HERE" && QINFER_BASE_URL="$BASE/v1" QINFER_MODE="$2" QINFER_MODEL_NAME=e2e QINFER_API_KEY=sk-e2e \
-    timeout 600 node --test --test-reporter=spec e2e.test.mjs)
+    timeout 600 node --test --test-concurrency=1 --test-reporter=spec e2e.test.mjs structured.test.mjs)
   stop_server
 }
 
@@ -81,7 +81,7 @@ run_suite "$FIXTURES/text/qwen35moe-tiny-s1/bf16" ids
 DEMO="${QINFER_DEMO_MODEL:-}"
 if [ -z "$DEMO" ]; then
   DEMO="$TMP/demo"
-  "$QINFER" synth --demo --tokenizer "$SHARED/data/tokenizer/qwen3.5" --out "$DEMO" 2>"$TMP/synth.err" \
+  "$QINFER" synth --demo --tokenizer "$DEMO_TOKENIZER" --out "$DEMO" 2>"$TMP/synth.err" \
     || { cat "$TMP/synth.err" >&2; exit 1; }
 fi
 run_suite "$DEMO" chat

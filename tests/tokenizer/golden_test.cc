@@ -15,9 +15,9 @@ std::string show(const std::vector<int>& ids) {
   return s;
 }
 
-// 2,038 strings (tools/tokenizer_golden/gen_golden.mjs, ids from @huggingface/tokenizers).
+// 2,038 strings (tools/tokenizer_golden/gen_golden.mjs, ids from the Rust tokenizers crate).
 TEST(TokenizerGolden, Corpus) {
-  const auto doc = read_json(QINFER_SOURCE_DIR "/tests/data/tokenizer/golden_corpus.json");
+  const auto doc = read_json(test::data_file("tokenizer/golden_corpus.json"));
   const auto& cases = doc.at("cases");
   ASSERT_GE(cases.size(), 2000u);
   int failures = 0;
@@ -35,9 +35,27 @@ TEST(TokenizerGolden, Corpus) {
   EXPECT_EQ(failures, 0);
 }
 
-// shared/data/tokenizer/golden/qwen3.5_golden.json: 72 cases (llama.cpp inputs + hand-written).
+// Every combining mark and canonical composition of current Unicode in a few contexts, ids
+// from the Rust tokenizers crate (tools/tokenizer_golden/gen_golden.mjs): the normaliser's
+// Unicode 9.0 data and the pre-tokenizer's \\p{L}/\\p{M}/\\p{N} classes against HF's.
+TEST(TokenizerGolden, UnicodeProbe) {
+  const auto doc = read_json(test::data_file("tokenizer/unicode_probe.json"));
+  const auto& cases = doc.at("cases");
+  ASSERT_GE(cases.size(), 20000u);
+  int failures = 0;
+  for (const auto& c : cases) {
+    const std::string text = c.at("text");
+    const std::vector<int> want = c.at("ids");
+    const std::vector<int> got = qwen35().encode(text);
+    if (got != want && ++failures <= 10)
+      ADD_FAILURE() << "text " << nlohmann::json(text).dump() << "\n got " << show(got) << "\nwant " << show(want);
+  }
+  EXPECT_EQ(failures, 0) << "of " << cases.size() << " probe strings";
+}
+
+// tests/data/tokenizer/reference/qwen3.5_golden.json: 72 cases (llama.cpp inputs + hand-written).
 TEST(TokenizerGolden, SharedGolden) {
-  const auto doc = read_json(QINFER_SHARED_DIR "/data/tokenizer/golden/qwen3.5_golden.json");
+  const auto doc = read_json(test::data_file("tokenizer/reference/qwen3.5_golden.json"));
   ASSERT_EQ(doc.at("cases").size(), 72u);
   for (const auto& c : doc.at("cases")) {
     const std::string text = c.at("text");
@@ -45,9 +63,9 @@ TEST(TokenizerGolden, SharedGolden) {
   }
 }
 
-// shared/data/tokenizer/golden/qwen3.5_paddler_reference.json: 15 independent references.
+// tests/data/tokenizer/reference/qwen3.5_paddler_reference.json: 15 independent references.
 TEST(TokenizerGolden, PaddlerReference) {
-  const auto doc = read_json(QINFER_SHARED_DIR "/data/tokenizer/golden/qwen3.5_paddler_reference.json");
+  const auto doc = read_json(test::data_file("tokenizer/reference/qwen3.5_paddler_reference.json"));
   ASSERT_EQ(doc.size(), 15u);
   for (const auto& c : doc) {
     const std::string text = c.at("text");
@@ -72,11 +90,14 @@ TEST(TokenizerGolden, SpecVector) {
 }
 
 // The Qwen3 (151k) tokenizer.json with llama.cpp's Qwen2 goldens: a second vocabulary and
-// regex (\p{N}{1,3}, no \p{M}) through the same loader.
+// regex (\p{N}{1,3}, no \p{M}) through the same loader. Optional: the 11 MB Qwen3 tokenizer.json
+// is not in the repository, only in shared/.
 TEST(TokenizerGolden, Qwen3VocabLlamaCppCases) {
-  const Tokenizer t = Tokenizer::load(QINFER_SHARED_DIR "/data/tokenizer/qwen3");
-  const std::string inp = test::read_text(QINFER_SHARED_DIR "/data/tokenizer/golden/llama.cpp_ggml-vocab-qwen2.gguf.inp");
-  const std::string out = test::read_text(QINFER_SHARED_DIR "/data/tokenizer/golden/llama.cpp_ggml-vocab-qwen2.gguf.out");
+  const std::string qwen3 = test::shared_file("data/tokenizer/qwen3/tokenizer.json");
+  if (qwen3.empty()) GTEST_SKIP() << "optional check: " QINFER_SHARED_DIR "/data/tokenizer/qwen3 is absent";
+  const Tokenizer t = Tokenizer::load(std::filesystem::path(qwen3).parent_path().string());
+  const std::string inp = test::read_text(test::data_file("tokenizer/reference/llama.cpp_ggml-vocab-qwen2.gguf.inp"));
+  const std::string out = test::read_text(test::data_file("tokenizer/reference/llama.cpp_ggml-vocab-qwen2.gguf.out"));
   const std::string sep = "\n__ggml_vocab_test__\n";
   std::vector<std::string> texts;
   for (size_t pos = 0; pos < inp.size();) {
@@ -101,7 +122,7 @@ TEST(TokenizerGolden, Qwen3VocabLlamaCppCases) {
 
 // Every wikitext-2 test line round-trips (it is already NFC).
 TEST(TokenizerGolden, WikitextRoundTrip) {
-  const std::string wiki = test::read_text(QINFER_SHARED_DIR "/data/wikitext-2/wiki.test.raw");
+  const std::string wiki = test::read_text(test::data_file("wikitext-2/wiki.test.raw"));
   ASSERT_GT(wiki.size(), 1000000u);
   const std::vector<int> ids = qwen35().encode(wiki);
   EXPECT_GT(ids.size(), 250000u);

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -12,7 +13,17 @@
 
 namespace qinfer::test {
 
-inline std::string qwen35_dir() { return QINFER_SHARED_DIR "/data/tokenizer/qwen3.5"; }
+// The Qwen3.5 tokenizer files ship in the repository (assets/, byte-identical to shared/).
+inline std::string qwen35_dir() { return QINFER_SOURCE_DIR "/assets/tokenizer/qwen3.5"; }
+
+// A file under tests/data/ (test data committed with the repository).
+inline std::string data_file(const std::string& rel) { return QINFER_SOURCE_DIR "/tests/data/" + rel; }
+
+// A file under the optional shared/ reference folder, or "" when it is absent (the caller skips).
+inline std::string shared_file(const std::string& rel) {
+  const std::string p = QINFER_SHARED_DIR "/" + rel;
+  return std::filesystem::exists(p) ? p : std::string();
+}
 
 // The real Qwen3.5 tokenizer, loaded once per test process.
 inline const Tokenizer& qwen35() {
@@ -22,6 +33,7 @@ inline const Tokenizer& qwen35() {
 
 inline std::string read_text(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
+  if (!f) throw std::runtime_error("cannot read test data file " + path);
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();

@@ -68,6 +68,27 @@ TEST(Normalizer, Nfc) {
   EXPECT_EQ(nfc("ﬁ"), "ﬁ");  // NFC keeps compatibility characters
 }
 
+// Hugging Face's normaliser has Unicode 9.0 data: marks and compositions of Unicode 10 and
+// later are class 0 and compose with nothing (outputs checked with the Rust tokenizers crate
+// 0.23.2 normalizer, tools/tokenizer_golden). Current Unicode would reorder or compose each.
+TEST(Nfc, Unicode9DataAsHuggingFace) {
+  // U+09FE BENGALI SANDHI MARK (10.0, ccc 230 today) stays before U+09BC NUKTA (ccc 7).
+  EXPECT_EQ(nfc("ক়৾"), "ক়৾");
+  // U+0C3C TELUGU SIGN NUKTA (14.0, ccc 7) stays after U+0C4D VIRAMA (ccc 9).
+  EXPECT_EQ(nfc("క఼్"), "క఼్");
+  EXPECT_EQ(nfc("క఼్"), "క఼్");
+  // U+1AC1 COMBINING LEFT PARENTHESIS ABOVE LEFT (14.0, ccc 230) stays before U+0316 (ccc 220).
+  EXPECT_EQ(nfc("a̖᫁"), "a̖᫁");
+  // U+11935 U+11930 (Dives Akuru, 13.0) do not compose to U+11938, nor does U+11938 decompose.
+  EXPECT_EQ(nfc("𑤸"), "𑤸");
+  EXPECT_EQ(nfc("𑤸"), "𑤸");
+  // Unicode 9.0 marks still reorder and compose: U+1DFB (9.0, ccc 230) moves after U+0316,
+  // and a new mark ends a run without breaking the composition before it.
+  EXPECT_EQ(nfc("a̖᷻"), "a̖᷻");
+  EXPECT_EQ(nfc("á̖"), "á̖");
+  EXPECT_EQ(nfc("é৾"), "é৾");
+}
+
 TEST(Pretokenizer, PatternRewrite) {
   EXPECT_EQ(translate_pattern("(?i:'s|'t)"), "(?:'[sS]|'[tT])");
   EXPECT_EQ(translate_pattern("(?i:'s)|s"), "(?:'[sS])|s");

@@ -24,12 +24,11 @@ from jinja2.ext import Extension
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SHARED = os.path.normpath(os.path.join(ROOT, "..", "shared"))
 OUT = os.path.join(ROOT, "tests", "data", "jinja")
 
 TEMPLATES = {
-    "qwen3.5": "data/tokenizer/qwen3.5/chat_template.jinja",
-    "qwen3.6": "data/tokenizer/qwen3.5/chat_template.qwen3.6-derived.jinja",
+    "qwen3.5": "assets/tokenizer/qwen3.5/chat_template.jinja",
+    "qwen3.6": "tests/data/jinja/chat_template.qwen3.6-derived.jinja",
 }
 
 
@@ -379,7 +378,7 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     sources = {}
     for key, rel in TEMPLATES.items():
-        with open(os.path.join(SHARED, rel), encoding="utf-8", newline="") as f:
+        with open(os.path.join(ROOT, rel), encoding="utf-8", newline="") as f:
             sources[key] = f.read()
     cases = []
     for conv in conversations():

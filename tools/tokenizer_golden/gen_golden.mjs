@@ -1,26 +1,47 @@
 // Builds the tokenizer golden corpus: >= 2,000 strings (hand-written cases per script and
-// edge case, wikitext-2 test lines, seeded random mixtures) and their ids from
-// @huggingface/tokenizers run on the Qwen3.5 tokenizer.json.
+// edge case, wikitext-2 test lines, seeded random mixtures) and their ids from the Rust
+// `tokenizers` crate (npm package `tokenizers`, the binding transformers' fast tokenizer
+// uses) run on the Qwen3.5 tokenizer.json, plus the added tokens of tokenizer_config.json
+// the way transformers adds them. Also a Unicode probe set (every combining mark and
+// canonical composition, in context) for the normaliser.
 //
-//   cd tools/tokenizer_golden && npm install && node gen_golden.mjs
+//   cd tools/tokenizer_golden && npm ci && node gen_golden.mjs
 //
-// Writes tests/data/tokenizer/golden_corpus.json: {"cases": [{"text", "ids", "nfc"?}]}.
-// "nfc" is present only when String.prototype.normalize("NFC") changes the text; it is
-// what decode(encode(text)) must give back. The C++ tests read this file; npm is not
+// Reads only the repository (assets/tokenizer/qwen3.5, tests/data/wikitext-2). Writes
+//   tests/data/tokenizer/golden_corpus.json  {"cases": [{"text", "ids", "nfc"?}]}
+//   tests/data/tokenizer/unicode_probe.json  {"cases": [{"text", "ids"}]}
+// "nfc" is present only when HF's NFC normaliser changes the text; it is what
+// decode(encode(text)) must give back. The C++ tests read these files; npm is not
 // needed at test time.
-import { Tokenizer } from "@huggingface/tokenizers";
+import { AddedToken, Tokenizer } from "tokenizers";
 import crypto from "crypto";
 import fs from "fs";
 import path from "path";
+import { createRequire } from "module";
 import { fileURLToPath } from "url";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, "../..");
-const shared = path.resolve(repo, "../shared");
-const tokDir = path.join(shared, "data/tokenizer/qwen3.5");
+const tokDir = path.join(repo, "assets/tokenizer/qwen3.5");
 const tokBytes = fs.readFileSync(path.join(tokDir, "tokenizer.json"));
-const tokenizer = new Tokenizer(JSON.parse(tokBytes),
-                                JSON.parse(fs.readFileSync(path.join(tokDir, "tokenizer_config.json"))));
+const tokenizer = Tokenizer.fromFile(path.join(tokDir, "tokenizer.json"));
+const rustVersion = createRequire(import.meta.url)("tokenizers/package.json").version;
+// transformers (PreTrainedTokenizerFast.__init__) adds tokenizer_config.json's added_tokens_decoder
+// entries that tokenizer.json lacks, in id order, as special/added tokens with their flags.
+{
+  const cfg = JSON.parse(fs.readFileSync(path.join(tokDir, "tokenizer_config.json")));
+  const have = new Set(JSON.parse(tokBytes).added_tokens.map((t) => t.id));
+  const extra = Object.entries(cfg.added_tokens_decoder || {}).map(([id, t]) => [Number(id), t])
+                      .filter(([id]) => !have.has(id)).sort((a, b) => a[0] - b[0]);
+  for (const [id, t] of extra) {
+    tokenizer.addAddedTokens([new AddedToken(t.content, t.special, {
+      singleWord: t.single_word, leftStrip: t.lstrip, rightStrip: t.rstrip, normalized: t.normalized })]);
+    const got = tokenizer.tokenToId(t.content);
+    if (got !== id) throw new Error(`added token ${t.content} got id ${got}, config says ${id}`);
+  }
+  console.log(`added ${extra.length} tokens from tokenizer_config.json`);
+}
+const normalizer = tokenizer.getNormalizer();
 
 // Seeded PRNG (mulberry32) so the corpus is reproducible.
 let seed = 0x5eed1234;
@@ -143,7 +164,7 @@ for (const list of [english, cjk, rtlIndic, emoji, code, numbers, whitespace, sp
 }
 
 // ---- wikitext-2 lines ---------------------------------------------------------------------
-const wiki = fs.readFileSync(path.join(shared, "data/wikitext-2/wiki.test.raw"), "utf8").split("\n");
+const wiki = fs.readFileSync(path.join(repo, "tests/data/wikitext-2/wiki.test.raw"), "utf8").split("\n");
 for (let i = 0; i < wiki.length && cases.length < 1500; i += 3) add(wiki[i] + "\n");
 for (let i = 0; i < 60; ++i) {  // multi-line chunks, including the " \n" blank lines
   const start = randInt(0, wiki.length - 8);
@@ -201,22 +222,67 @@ for (let n = 0; n < 150; ++n) {
 }
 
 // ---- Encode and write -----------------------------------------------------------------------
-const out = cases.map((text) => {
-  const c = { text, ids: tokenizer.encode(text, { add_special_tokens: false }).ids };
-  const nfc = text.normalize("NFC");
-  if (nfc !== text) c.nfc = nfc;
-  return c;
-});
-const header = {
+async function encodeAll(texts) {
+  const ids = [];
+  for (let i = 0; i < texts.length; i += 512) {
+    const batch = await tokenizer.encodeBatch(texts.slice(i, i + 512), { addSpecialTokens: false });
+    for (const e of batch) ids.push(e.getIds());
+  }
+  return ids;
+}
+function writeCases(file, header, out) {
+  const lines = out.map((c) => "  " + JSON.stringify(c));
+  const json = JSON.stringify({ ...header, count: out.length }, null, 1).replace(/\n}$/, ",\n \"cases\": [\n") +
+               lines.join(",\n") + "\n ]\n}\n";
+  const dest = path.join(repo, "tests/data/tokenizer", file);
+  fs.mkdirSync(path.dirname(dest), { recursive: true });
+  fs.writeFileSync(dest, json);
+  console.log(`wrote ${out.length} cases to ${dest} (${json.length} bytes)`);
+}
+const provenance = {
   tokenizer_json_sha256: crypto.createHash("sha256").update(tokBytes).digest("hex"),
-  ids_generated_with: "@huggingface/tokenizers@0.2.0 Tokenizer.encode(text, {add_special_tokens:false}) " +
-                      "on shared/data/tokenizer/qwen3.5/tokenizer.json; tools/tokenizer_golden/gen_golden.mjs",
-  nfc_generated_with: `String.prototype.normalize("NFC"), node ${process.version}, unicode ${process.versions.unicode}`,
-  count: out.length,
+  ids_generated_with: `tokenizers@${rustVersion} (npm, Rust binding) Tokenizer.fromFile(tokenizer.json) + ` +
+                      "tokenizer_config.json added_tokens_decoder, encode(text, {addSpecialTokens:false}) on " +
+                      "assets/tokenizer/qwen3.5; tools/tokenizer_golden/gen_golden.mjs",
 };
-const lines = out.map((c) => "  " + JSON.stringify(c));
-const json = JSON.stringify(header, null, 1).replace(/\n}$/, ",\n \"cases\": [\n") + lines.join(",\n") + "\n ]\n}\n";
-const dest = path.join(repo, "tests/data/tokenizer/golden_corpus.json");
-fs.mkdirSync(path.dirname(dest), { recursive: true });
-fs.writeFileSync(dest, json);
-console.log(`wrote ${out.length} cases to ${dest} (${json.length} bytes)`);
+{
+  const ids = await encodeAll(cases);
+  const out = cases.map((text, i) => {
+    const c = { text, ids: ids[i] };
+    const nfc = normalizer.normalizeString(text);
+    if (nfc !== text) c.nfc = nfc;
+    return c;
+  });
+  writeCases("golden_corpus.json", { ...provenance, nfc_generated_with: `the same tokenizer's normalizer (NFC)` }, out);
+}
+
+// ---- Unicode probe: every combining mark and canonical decomposition, in context ----------------
+// HF's NFC (crate unicode-normalization-alignments) uses Unicode 9.0 data; the probe covers the
+// marks and compositions of every later version too, so a tokenizer on newer data shows up here.
+{
+  const probe = [];
+  const seenProbe = new Set();
+  const addP = (s) => { if (!seenProbe.has(s)) { seenProbe.add(s); probe.push(s); } };
+  const isMark = /^\p{M}$/u, unassigned = /^[\p{Cn}\p{Cs}\p{Co}]$/u;
+  for (let cp = 0x300; cp <= 0x10ffff; ++cp) {
+    if (cp >= 0xd800 && cp <= 0xdfff) continue;
+    const c = String.fromCodePoint(cp);
+    if (unassigned.test(c)) continue;
+    const nfd = c.normalize("NFD");
+    if (isMark.test(c)) {
+      // alone after a base, before/after marks of class 220 and 230 (reordering), doubled, and
+      // after a base it might compose with (composition).
+      addP("a" + c); addP("a" + c + "\u0316"); addP("a\u0301" + c); addP("e" + c + "\u0301");
+      addP(" " + c + "x"); addP(c + c);
+    } else if (nfd !== c && !(cp >= 0xac00 && cp <= 0xd7a3)) {
+      // a canonical composite: its decomposition (composes back), and with a mark in between
+      addP(nfd); addP(c); addP(nfd + "\u0316");
+      const parts = [...nfd];
+      if (parts.length >= 2) addP(parts[0] + "\u0316" + parts.slice(1).join(""));
+    }
+  }
+  for (let cp = 0xac00; cp <= 0xd7a3; cp += 97) addP(String.fromCodePoint(cp).normalize("NFD"));
+  const ids = await encodeAll(probe);
+  writeCases("unicode_probe.json", { ...provenance, unicode_of_node: process.versions.unicode },
+             probe.map((text, i) => ({ text, ids: ids[i] })));
+}
