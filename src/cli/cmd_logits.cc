@@ -1,9 +1,12 @@
-// qinfer logits --model DIR --ids 3,1,4 --out FILE [--mtp-out FILE2]
+// qinfer logits --model DIR --ids 3,1,4 --out FILE [--mtp-out FILE2] [--image FILE ...]
 // One prefill call over the ids; writes float32 little-endian logits
 // [number of ids, vocab_size], row-major. --mtp-out also writes the MTP draft head's
 // logits [n, vocab]: row i from the main model's post-norm hidden state at position i
 // and the next token ids[i+1] (last row: the argmax of the main logits at the last
 // position), rotary position i, causal over rows 0..i (the fixtures' mtp_logits).
+// With --image, the ids hold ONE image_token_id per image (between vision_start and
+// vision_end, in the order of the --image flags); each is expanded to the image's merged
+// token count, so the file has [expanded length, vocab_size] rows.
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -11,10 +14,13 @@
 
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
+#include "cli/image_flags.h"
 #include "model/model.h"
 #include "util/args.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "vision/mm_prompt.h"
+#include "vision/vision_tower.h"
 
 namespace qinfer::cli {
 
@@ -29,11 +35,12 @@ void write_f32(const std::string& path, const std::vector<float>& v) {
 
 int cmd_logits(int argc, char** argv) {
   Args a(argc, argv, {{"model", true}, {"ids", true}, {"out", true}, {"threads", true},
-                      {"dense", true}, {"help", false}, {"mtp-out", true}});
+                      {"dense", true}, {"image", true, true}, {"help", false}, {"mtp-out", true}});
   if (a.has("help")) {
-    std::fprintf(stderr, "usage: qinfer logits --model DIR --ids 3,1,4 --out FILE [--mtp-out FILE2] [--threads N] [--dense int8]\n"
+    std::fprintf(stderr, "usage: qinfer logits --model DIR --ids 3,1,4 --out FILE [--mtp-out FILE2] [--image FILE ...] [--threads N] [--dense int8]\n"
                          "Writes float32 LE logits [n_ids, vocab_size] of one prefill call; --mtp-out also the\n"
-                         "MTP head's [n_ids, vocab_size] (row i: hidden i, token ids[i+1], last row the argmax).\n");
+                         "MTP head's [n_ids, vocab_size] (row i: hidden i, token ids[i+1], last row the argmax).\n"
+                         "With --image the ids hold one image_token_id per image; rows are [expanded length, vocab_size].\n");
     return 0;
   }
   std::vector<int> ids = parse_int_list(a.get("ids"), "--ids");
@@ -41,11 +48,38 @@ int cmd_logits(int argc, char** argv) {
   check_output_path(out, "--out");
   LoadOptions lo = load_options_from_args(a);
   const bool mtp = a.has("mtp-out");
+  if (mtp) check_output_path(a.get("mtp-out"), "--mtp-out");
+  if (mtp && a.has("image")) fail("--mtp-out: the MTP rows use text positions; it cannot be combined with --image");
   lo.load_mtp = mtp;
   const std::string dir = model_dir_from_args(a);
+  ImageList images = load_images(a.get_all("image"), dir);   // before the slow load
   auto model = Model::load(dir, lo);
   if (mtp && !model->has_mtp()) fail(dir, ": --mtp-out needs the MTP head, but the checkpoint has no mtp.* tensors");
   const int64_t vocab = model->config().text.vocab_size;
+  // Images: expanded ids, mRoPE positions and one embedding row per image token.
+  vision::MmPrompt mm;
+  std::vector<float> embeds;
+  std::vector<const float*> rows;
+  if (images) {
+    if (!model->vision()) fail("--image: ", dir, " has no vision tower (no model.visual.* tensors)");
+    std::vector<vision::ImageGrid> grids;
+    std::vector<const vision::ImagePatches*> ptrs;
+    for (const auto& im : *images) {
+      grids.push_back({im.grid_t, im.grid_h, im.grid_w});
+      ptrs.push_back(&im);
+    }
+    mm = vision::expand_image_prompt(ids, grids, model->config().image_token_id,
+                                     model->vision()->config().spatial_merge_size, "--ids");
+    ids = mm.ids;
+    double tv = now_seconds();
+    embeds = model->encode_images(ptrs);
+    log_info("vision tower: ", images->size(), " image(s) in ", now_seconds() - tv, " s");
+    const int64_t H = model->config().text.hidden_size;
+    rows.assign(ids.size(), nullptr);
+    int64_t k = 0;
+    for (auto [b, e] : mm.image_ranges)
+      for (int64_t t = b; t < e; ++t) rows[t] = embeds.data() + (k++) * H;
+  }
   std::vector<float> logits(ids.size() * static_cast<size_t>(vocab));
   auto state = model->new_sequence();
   Model::Step step;
@@ -57,6 +91,10 @@ int cmd_logits(int argc, char** argv) {
   const int64_t T = static_cast<int64_t>(ids.size()), H = model->config().text.hidden_size;
   std::vector<float> hidden(mtp ? T * H : 0);
   if (mtp) step.hidden = hidden.data();
+  if (images) {
+    step.embed_rows = rows.data();
+    step.mrope_pos = mm.positions.data();
+  }
   double t0 = now_seconds();
   model->forward({step});
   log_info("prefill of ", ids.size(), " tokens in ", now_seconds() - t0, " s");

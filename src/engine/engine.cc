@@ -12,6 +12,8 @@
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "vision/mm_prompt.h"
+#include "vision/preprocess.h"
 
 namespace qinfer::engine {
 
@@ -38,9 +40,23 @@ struct Engine::Seq {
   std::vector<float> hidden;          // this step's post-norm hidden rows (the draft head's input)
   std::vector<int> context;           // prompt + output so far (for the draft source)
   std::vector<int> draft_next;        // the draft request's next_tokens
+  // Rows a failed draft call never delivered (from position unsent_pos0 on; -1: none):
+  // the next request starts with them, so the draft source's caches see every row.
+  int64_t unsent_pos0 = -1;
+  std::vector<int> unsent_next;
+  std::vector<float> unsent_hidden;
+  int draft_failures = 0;             // in a row; at kMaxDraftFailures the request stops drafting
+  // Images: the expanded prompt's mRoPE positions and image token ranges; the tower's
+  // output (computed when prefill starts) and one embedding row pointer per prompt token.
+  bool has_images = false;
+  vision::MmPrompt mm;
+  std::vector<float> image_embeds;
+  std::vector<const float*> embed_rows;
 };
 
 namespace {
+
+constexpr int kMaxDraftFailures = 3;
 
 bool has_chat_template(const std::string& dir) {
   namespace fs = std::filesystem;
@@ -160,6 +176,21 @@ std::shared_ptr<RequestStream> Engine::submit(std::vector<int> prompt, const Gen
     }
   }
   if (params.max_tokens == 0) fail("max_tokens: must be at least 1");
+  vision::MmPrompt mm;
+  const bool has_images = params.images && !params.images->empty();
+  if (has_images) {
+    if (!model_->has_vision()) {
+      fail("images: this model has no vision tower loaded (the checkpoint has none, or image input is off: "
+           "--limit-mm-per-prompt '{\"image\": 0}'); send text only");
+    }
+    std::vector<vision::ImageGrid> grids;
+    for (const auto& im : *params.images) grids.push_back({im.grid_t, im.grid_h, im.grid_w});
+    mm = vision::expand_image_prompt(prompt, grids, model_->image_token_id(), model_->spatial_merge_size());
+    prompt = mm.ids;
+  } else if (model_->has_vision() && model_->image_token_id() >= 0 &&
+             std::find(prompt.begin(), prompt.end(), model_->image_token_id()) != prompt.end()) {
+    fail("prompt: holds the image token id ", model_->image_token_id(), " but the request has no image");
+  }
   if (params.logprobs > 20) fail("logprobs: at most 20 top logprobs, got ", params.logprobs);
   auto s = std::make_unique<Seq>();
   s->max_tokens = check_context(static_cast<int64_t>(prompt.size()), params.max_tokens);
@@ -184,10 +215,15 @@ std::shared_ptr<RequestStream> Engine::submit(std::vector<int> prompt, const Gen
                                                     params.grammar_start_after);
   }
   s->params = params;
-  s->spec = drafter_ != nullptr && params.speculate;
+  // Image requests decode without drafts: the MTP head's rotary positions are text positions.
+  s->spec = drafter_ != nullptr && params.speculate && !has_images;
   s->submit_time = now_seconds();
   s->stream = std::make_shared<RequestStream>(static_cast<int64_t>(prompt.size()));
   s->prompt = std::move(prompt);
+  if (has_images) {
+    s->has_images = true;
+    s->mm = std::move(mm);
+  }
   auto stream = s->stream;
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -203,7 +239,6 @@ GenResult Engine::generate(const std::vector<int>& prompt, const GenParams& para
                            const std::function<bool(const GenEvent&)>& on_event) {
   auto stream = submit(prompt, params);
   GenResult r;
-  r.prompt_tokens = static_cast<int64_t>(prompt.size());
   GenEvent ev;
   while (true) {
     if (!stream->take(ev, 0.5)) continue;
@@ -212,6 +247,7 @@ GenResult Engine::generate(const std::vector<int>& prompt, const GenParams& para
       r.token_info.push_back(t);
     }
     r.text += ev.text;
+    r.prompt_tokens = ev.prompt_tokens;   // the expanded length when there are images
     r.completion_tokens = ev.completion_tokens;
     if (ev.time_to_first_token >= 0) r.time_to_first_token = ev.time_to_first_token;
     if (on_event && !on_event(ev)) stream->cancel();
@@ -253,7 +289,21 @@ void Engine::finish_seq(Seq& s, FinishReason r, const std::string& stop_str, int
     else if (r == FinishReason::kError) ++stats_.requests_failed;
     else ++stats_.requests_finished;
   }
-  s.stream->finish(r, stop_str, stop_token, error);
+  if (in_step_) finishes_.push_back({&s, r, stop_str, stop_token, error});
+  else s.stream->finish(r, stop_str, stop_token, error);
+}
+
+void Engine::step(std::vector<std::unique_ptr<Seq>>& active) {
+  struct Flush {   // also when step_batch throws
+    Engine* e;
+    ~Flush() {
+      e->in_step_ = false;
+      for (auto& f : e->finishes_) f.seq->stream->finish(f.reason, f.stop_str, f.stop_token, f.error);
+      e->finishes_.clear();
+    }
+  } flush{this};
+  in_step_ = true;
+  step_batch(active);
 }
 
 void Engine::loop() {
@@ -317,7 +367,7 @@ void Engine::propose_drafts(std::vector<DraftRequest>& reqs) {
   drafter_->propose(reqs);
 }
 
-void Engine::step(std::vector<std::unique_ptr<Seq>>& active) {
+void Engine::step_batch(std::vector<std::unique_ptr<Seq>>& active) {
   double t0 = now_seconds();
   std::vector<RunnerStep> steps;
   std::vector<Seq*> owners;
@@ -332,6 +382,7 @@ void Engine::step(std::vector<std::unique_ptr<Seq>>& active) {
       if (s->spec) s->context = s->prompt;
     }
   }
+  encode_pending_images(active);
   // Speculation is off in this step when the batch is large (vLLM's disable_by_batch_size).
   int64_t decoding = 0;
   for (auto& s : active) decoding += s->prefilled >= static_cast<int64_t>(s->prompt.size());
@@ -339,7 +390,7 @@ void Engine::step(std::vector<std::unique_ptr<Seq>>& active) {
                                      decoding < opts_.spec.disable_by_batch_size);
   // Decoding sequences first: one token each, or the next token and its drafts.
   for (auto& s : active) {
-    if (s->prefilled < static_cast<int64_t>(s->prompt.size())) continue;
+    if (s->done || s->prefilled < static_cast<int64_t>(s->prompt.size())) continue;
     if (s->spec) {
       const int k = drafting ? draft_room(*s) : 0;
       s->run.assign(1, s->next_token);
@@ -352,6 +403,7 @@ void Engine::step(std::vector<std::unique_ptr<Seq>>& active) {
       steps.push_back(st);
     } else {
       steps.push_back({s->state.get(), &s->next_token, 1, s->logits.data()});
+      if (s->has_images) steps.back().rope_delta = s->mm.rope_delta;
     }
     owners.push_back(s.get());
     samples.push_back(1);
@@ -361,7 +413,7 @@ void Engine::step(std::vector<std::unique_ptr<Seq>>& active) {
   int64_t prefill_tokens = 0;
   for (auto& s : active) {
     int64_t remain = static_cast<int64_t>(s->prompt.size()) - s->prefilled;
-    if (remain <= 0) continue;
+    if (remain <= 0 || s->done) continue;
     if (budget <= 0) break;
     int64_t n = std::min(remain, budget);
     RunnerStep st{s->state.get(), s->prompt.data() + s->prefilled, n, s->logits.data()};
@@ -369,12 +421,17 @@ void Engine::step(std::vector<std::unique_ptr<Seq>>& active) {
       s->hidden.resize(static_cast<size_t>(n * H));
       st.hidden = s->hidden.data();
     }
+    if (s->has_images) {
+      st.embed_rows = s->embed_rows.data() + s->prefilled;
+      st.mrope_pos = s->mm.positions.data() + s->prefilled * 3;
+    }
     steps.push_back(st);
     owners.push_back(s.get());
     samples.push_back(n == remain);
     budget -= n;
     prefill_tokens += n;
   }
+  if (steps.empty()) return;   // every sequence failed before its forward (image errors)
   std::vector<char> ok(steps.size(), 1);
   try {
     model_->forward(steps);
@@ -462,6 +519,14 @@ void Engine::step(std::vector<std::unique_ptr<Seq>>& active) {
       }
       q.next_tokens = s.draft_next.data();
       q.n = static_cast<int64_t>(s.draft_next.size());
+      if (s.unsent_pos0 >= 0) {   // the rows of a failed draft call come first
+        s.unsent_next.insert(s.unsent_next.end(), q.next_tokens, q.next_tokens + q.n);
+        s.unsent_hidden.insert(s.unsent_hidden.end(), q.hidden, q.hidden + q.n * H);
+        q.pos0 = s.unsent_pos0;
+        q.next_tokens = s.unsent_next.data();
+        q.hidden = s.unsent_hidden.data();
+        q.n = static_cast<int64_t>(s.unsent_next.size());
+      }
       q.k = drafting && s.prefilled >= static_cast<int64_t>(s.prompt.size()) ? K : 0;
       q.context = &s.context;
       s.drafts.clear();
@@ -473,11 +538,33 @@ void Engine::step(std::vector<std::unique_ptr<Seq>>& active) {
   }
   try {
     propose_drafts(reqs);
-    for (size_t r = 0; r < reqs.size(); ++r) req_owner[r]->drafts = std::move(reqs[r].drafts);
+    for (size_t r = 0; r < reqs.size(); ++r) {
+      Seq& s = *req_owner[r];
+      s.drafts = std::move(reqs[r].drafts);
+      s.unsent_pos0 = -1;
+      s.unsent_next.clear();
+      s.unsent_hidden.clear();
+      s.draft_failures = 0;
+    }
   } catch (const std::exception& e) {
-    // A failing draft source costs speed, never output: those sequences decode without drafts
-    // (their draft caches are rebuilt from pos0 by the next request).
+    // A failing draft source costs speed, never output: those sequences decode without
+    // drafts, and their rows go to the source with the next request. After
+    // kMaxDraftFailures failures in a row a request stops speculating.
     log_warn("drafting failed (", e.what(), "); continuing without drafts this step");
+    for (size_t r = 0; r < reqs.size(); ++r) {
+      Seq& s = *req_owner[r];
+      s.drafts.clear();
+      if (s.unsent_pos0 < 0) {
+        const DraftRequest& q = reqs[r];
+        s.unsent_pos0 = q.pos0;
+        s.unsent_next.assign(q.next_tokens, q.next_tokens + q.n);
+        s.unsent_hidden.assign(q.hidden, q.hidden + q.n * H);
+      }
+      if (++s.draft_failures >= kMaxDraftFailures) {
+        s.spec = false;
+        log_warn("request stops speculating after ", kMaxDraftFailures, " failed draft calls in a row");
+      }
+    }
   }
   std::lock_guard<std::mutex> lk(mu_);
   ++stats_.steps;
@@ -489,6 +576,32 @@ void Engine::step(std::vector<std::unique_ptr<Seq>>& active) {
   stats_.spec.num_accepted_tokens += spec.num_accepted_tokens;
   for (size_t p = 0; p < spec.accepted_per_pos.size() && p < stats_.spec.accepted_per_pos.size(); ++p)
     stats_.spec.accepted_per_pos[p] += spec.accepted_per_pos[p];
+}
+
+void Engine::encode_pending_images(std::vector<std::unique_ptr<Seq>>& active) {
+  // Each image sequence runs the tower once, before its first prefill chunk. The
+  // preprocessed patches are dropped afterwards (the embeddings are all prefill needs).
+  for (auto& s : active) {
+    if (!s->has_images || s->done || !s->embed_rows.empty()) continue;
+    try {
+      std::vector<const vision::ImagePatches*> ptrs;
+      for (const auto& im : *s->params.images) ptrs.push_back(&im);
+      s->image_embeds = model_->encode_images(ptrs);
+      const int64_t H = model_->hidden_size();
+      int64_t want = 0;
+      for (auto [b, e] : s->mm.image_ranges) want += e - b;
+      if (static_cast<int64_t>(s->image_embeds.size()) != want * H) {
+        fail("vision tower returned ", s->image_embeds.size(), " values for ", want, " image tokens of width ", H);
+      }
+      s->embed_rows.assign(s->prompt.size(), nullptr);
+      int64_t k = 0;
+      for (auto [b, e] : s->mm.image_ranges)
+        for (int64_t t = b; t < e; ++t) s->embed_rows[t] = s->image_embeds.data() + (k++) * H;
+      s->params.images.reset();
+    } catch (const std::exception& e) {
+      finish_seq(*s, FinishReason::kError, {}, -1, std::string("images: ") + e.what());
+    }
+  }
 }
 
 bool Engine::process_token(Seq& s, const float* logits) {

@@ -69,7 +69,8 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   // Queues a request. Throws Error for an empty prompt, ids outside the vocabulary,
-  // bad sampling parameters or prompt + max_tokens over max_model_len().
+  // bad sampling parameters or prompt + max_tokens over max_model_len() (the prompt
+  // length after expanding the image placeholders of params.images).
   std::shared_ptr<RequestStream> submit(std::vector<int> prompt, const GenParams& params);
 
   // Blocking: submits and waits; on_event (optional) sees every event as it arrives
@@ -101,7 +102,9 @@ class Engine {
  private:
   struct Seq;
   void loop();
-  void step(std::vector<std::unique_ptr<Seq>>& active);
+  void step(std::vector<std::unique_ptr<Seq>>& active);   // step_batch, then the deferred finishes
+  void step_batch(std::vector<std::unique_ptr<Seq>>& active);
+  void encode_pending_images(std::vector<std::unique_ptr<Seq>>& active);
   void finish_seq(Seq& s, FinishReason r, const std::string& stop_str = {}, int stop_token = -1,
                   const std::string& error = {});
   bool process_token(Seq& s, const float* logits);
@@ -128,6 +131,17 @@ class Engine {
   EngineStats stats_;
   int64_t active_count_ = 0;
   DraftSource* drafter_ = nullptr;    // set when speculation is on
+  // Inside a step, finish_seq defers the streams' final event until the step's counters
+  // are in stats_, so a client that reads /metrics after its reply sees its last step.
+  struct Finish {
+    Seq* seq;
+    FinishReason reason;
+    std::string stop_str;
+    int stop_token;
+    std::string error;
+  };
+  bool in_step_ = false;
+  std::vector<Finish> finishes_;
   std::thread thread_;
 };
 

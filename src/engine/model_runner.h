@@ -9,6 +9,10 @@
 
 #include "engine/speculative.h"
 
+namespace qinfer::vision {
+struct ImagePatches;
+}
+
 namespace qinfer::engine {
 
 class RunnerSequence {
@@ -24,6 +28,11 @@ struct RunnerStep {
   bool all_logits = false;
   float* hidden = nullptr;   // optional [n_tokens][hidden_size()]: post-norm hidden states
   bool keep_states = false;  // verify run: rollback() may keep any prefix of its tokens
+  // Images (see Model::Step): per-token replacement embeddings (null rows: the token's
+  // own), [n_tokens][3] mRoPE positions, and the decode position offset.
+  const float* const* embed_rows = nullptr;
+  const int64_t* mrope_pos = nullptr;
+  int64_t rope_delta = 0;
 };
 
 class ModelRunner {
@@ -37,15 +46,24 @@ class ModelRunner {
   virtual void forward(const std::vector<RunnerStep>& steps) = 0;
 
   // Speculative decoding (engine/speculative.h); a runner without it keeps these defaults.
-  virtual int hidden_size() const { return 0; }
   virtual DraftSource* draft_source() { return nullptr; }   // the MTP head, when loaded
   // After a keep_states step of n tokens: keep its first `keep` (1..n) tokens, exactly.
   virtual void rollback(RunnerSequence*, int64_t) { throw std::logic_error("rollback: not supported by this runner"); }
+
+  // Image input. has_vision(): the model has a loaded vision tower; then
+  // encode_images returns the merged embeddings of all images in order,
+  // [sum merged tokens][hidden_size()].
+  virtual bool has_vision() const { return false; }
+  virtual int image_token_id() const { return -1; }
+  virtual int spatial_merge_size() const { return 2; }
+  virtual int64_t hidden_size() const { return 0; }
+  virtual std::vector<float> encode_images(const std::vector<const vision::ImagePatches*>& images);
 };
 
 struct RunnerLoadOptions {
   int threads = 0;
   bool dense_int8 = false;
+  bool load_vision = true;   // false: text only (--limit-mm-per-prompt '{"image": 0}')
   bool load_mtp = false;     // load the mtp.* draft head (error when the checkpoint has none)
   int64_t draft_vocab = 0;   // > 0: the MTP drafts among token ids below this only
 };

@@ -8,7 +8,8 @@
 namespace qinfer::test {
 namespace {
 
-constexpr double kRelTol = 1e-3;
+constexpr double kRelTol = 1e-3;   // relative L2, as golden_test.cc
+constexpr double kAbsTol = 1e-3;   // max abs on logits: FORMAT.md's recommended float32 tolerance
 
 Model& mtp_model(const std::string& dir) {
   static std::map<std::string, std::unique_ptr<Model>> models;
@@ -49,12 +50,14 @@ TEST_P(MtpGolden, DraftLogits) {
     std::printf("  %-28s p%d MTP last row      rel-L2 %.3e  max-abs %.3e\n", short_name(dir).c_str(), p, dl.rel_l2,
                 dl.max_abs);
     EXPECT_LT(dl.rel_l2, kRelTol);
+    EXPECT_LT(dl.max_abs, kAbsTol);
     if (g.has(pre + "mtp_logits")) {
       const std::vector<float> all = g.f32(pre + "mtp_logits");
       Diff d = compare(mlog.data(), all.data(), all.size());
       std::printf("  %-28s p%d MTP all rows      rel-L2 %.3e  max-abs %.3e\n", short_name(dir).c_str(), p, d.rel_l2,
                   d.max_abs);
       EXPECT_LT(d.rel_l2, kRelTol);
+      EXPECT_LT(d.max_abs, kAbsTol);
     }
 
     // Row by row (an MTP cache built incrementally) gives the same last row.
