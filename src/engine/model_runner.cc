@@ -50,7 +50,7 @@ int argmax_row(const float* x, int64_t n) {
   return static_cast<int>(best);
 }
 
-// Drafts with the checkpoint's MTP head (spec §5.2, vLLM's MTP proposer): the first
+// Drafts with the checkpoint's MTP head (docs/MODEL.md §6, vLLM's MTP proposer): the first
 // draft step runs the MTP over the rows the main model just accepted (target hidden,
 // tokens shifted by one, the hidden state's positions), overwriting its cache from pos0
 // on; each further step feeds back the MTP's own output hidden of the last row and the
