@@ -315,3 +315,78 @@ TEST(SpecConfig, ParsesVllmJsonAndNamesBadFields) {
 
 }  // namespace
 }  // namespace qinfer::engine
+
+namespace qinfer::engine {
+namespace {
+
+// The MTP draft source's K drafts are the chain the issue defines, computed here straight
+// from Model::forward_mtp: d1 = argmax of the MTP over the prompt rows (hidden i, token
+// i+1, the main argmax last); d(j+1) = argmax of one more MTP row fed d(j) and the MTP's own
+// post-norm hidden of the previous row, at the next position. With draft_vocab_size N, the
+// same chain with every argmax over ids < N.
+TEST(MtpDraftSource, DraftsAreTheMtpChain) {
+  for (const std::string fx : {"qwen35moe-tiny-s1/bf16", "qwen35moe-tiny-s2/gptq"}) {
+    const std::string dir = qinfer::test::fixtures_dir() + "/" + fx;
+    LoadOptions mo;
+    mo.threads = 2;
+    mo.load_mtp = true;
+    auto model = Model::load(dir, mo);
+    const int64_t V = model->config().text.vocab_size, H = model->config().text.hidden_size;
+    for (int64_t limit : {int64_t{0}, int64_t{100}}) {
+      RunnerLoadOptions ro;
+      ro.threads = 2;
+      ro.load_mtp = true;
+      ro.draft_vocab = limit;
+      auto runner = load_model_runner(dir, ro);
+      ASSERT_NE(runner->draft_source(), nullptr);
+      const int64_t lim = limit > 0 ? limit : V;
+      for (const auto& p : prompts_of(dir)) {
+        const int64_t T = static_cast<int64_t>(p.ids.size());
+        const int K = 4;
+        // By hand.
+        auto s = model->new_sequence();
+        std::vector<float> logits(T * V), hidden(T * H), mlog(V), mh(T * H);
+        model->forward({{s.get(), p.ids.data(), T, logits.data(), true, hidden.data()}});
+        std::vector<int> next(p.ids.begin() + 1, p.ids.end());
+        next.push_back(qinfer::test::argmax(logits.data() + (T - 1) * V, V));
+        model->forward_mtp({{s.get(), next.data(), hidden.data(), T, mlog.data(), false, mh.data()}});
+        std::vector<int> want = {qinfer::test::argmax(mlog.data(), lim)};
+        std::vector<float> h(mh.end() - H, mh.end());
+        for (int j = 1; j < K; ++j) {
+          model->forward_mtp({{s.get(), &want.back(), h.data(), 1, mlog.data(), false, mh.data()}});
+          want.push_back(qinfer::test::argmax(mlog.data(), lim));
+          h.assign(mh.begin(), mh.begin() + H);
+        }
+        // Through the runner's draft source.
+        auto rs = runner->new_sequence();
+        std::vector<float> rl(V), rh(T * H);
+        RunnerStep st{rs.get(), p.ids.data(), T, rl.data()};
+        st.hidden = rh.data();
+        runner->forward({st});
+        std::vector<int> ctx = p.ids;
+        ctx.push_back(next.back());
+        std::vector<DraftRequest> reqs(1);
+        reqs[0].seq = rs.get();
+        reqs[0].pos0 = 0;
+        reqs[0].next_tokens = next.data();
+        reqs[0].hidden = rh.data();
+        reqs[0].n = T;
+        reqs[0].k = K;
+        reqs[0].context = &ctx;
+        runner->draft_source()->propose(reqs);
+        EXPECT_EQ(reqs[0].drafts, want) << fx << " draft_vocab " << limit;
+        for (int d : reqs[0].drafts) EXPECT_LT(d, lim);
+        // Asked again from a later position (as after an accepted row): the cache is rewound.
+        reqs[0].pos0 = T - 1;
+        reqs[0].next_tokens = next.data() + T - 1;
+        reqs[0].hidden = rh.data() + (T - 1) * H;
+        reqs[0].n = 1;
+        runner->draft_source()->propose(reqs);
+        EXPECT_EQ(reqs[0].drafts, want) << fx << " draft_vocab " << limit << " after rewind";
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace qinfer::engine
