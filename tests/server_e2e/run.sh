@@ -67,17 +67,42 @@ curl_checks() {  # MODE
   echo "curl checks passed ($mode)"
 }
 
-run_suite() {  # MODEL_DIR MODE
-  start_server "$1" e2e --reasoning-parser qwen3 --enable-auto-tool-choice --tool-call-parser qwen3_coder \
+run_suite() {  # MODEL_DIR MODE [extra serve flags...]
+  local dir="$1" mode="$2"; shift 2
+  start_server "$dir" e2e --reasoning-parser qwen3 --enable-auto-tool-choice --tool-call-parser qwen3_coder \
     --gpu-memory-utilization 0.95 --tensor-parallel-size 4 --dtype float16 --skip-mm-profiling \
-    --limit-mm-per-prompt '{"image": 2}'
-  curl_checks "$2"
-  (cd "$HERE" && QINFER_BASE_URL="$BASE/v1" QINFER_MODE="$2" QINFER_MODEL_NAME=e2e QINFER_API_KEY=sk-e2e \
+    --limit-mm-per-prompt '{"image": 2}' "$@"
+  curl_checks "$mode"
+  (cd "$HERE" && QINFER_BASE_URL="$BASE/v1" QINFER_MODE="$mode" QINFER_MODEL_NAME=e2e QINFER_API_KEY=sk-e2e \
     timeout 600 node --test --test-concurrency=1 --test-reporter=spec e2e.test.mjs structured.test.mjs)
   stop_server
 }
 
-run_suite "$FIXTURES/text/qwen35moe-tiny-s1/bf16" ids
+greedy_ids() {  # the token_ids of one greedy completion of [1..5]
+  curl -sf -H "Authorization: Bearer sk-e2e" -H 'Content-Type: application/json' "$BASE/v1/completions" \
+    -d '{"model": "e2e", "prompt": [1, 2, 3, 4, 5], "max_tokens": 12, "temperature": 0}' \
+    | grep -o '"token_ids":\[[0-9,]*\]'
+}
+
+spec_counter() {  # NAME: the value of a vllm:spec_decode_* counter on /metrics
+  curl -sf "$BASE/metrics" | sed -n "s/^vllm:spec_decode_$1_total{[^}]*} \([0-9]*\)$/\1/p"
+}
+
+FIXTURE="$FIXTURES/text/qwen35moe-tiny-s1/bf16"
+run_suite "$FIXTURE" ids
+# MTP speculative decoding: the same greedy ids as without it, the spec-decode counters on
+# /metrics, and the whole ids suite again with every request drafting.
+start_server "$FIXTURE" e2e
+PLAIN="$(greedy_ids)"
+stop_server
+SPEC='{"method": "mtp", "num_speculative_tokens": 3}'
+start_server "$FIXTURE" e2e --speculative-config "$SPEC"
+[ "$(greedy_ids)" = "$PLAIN" ] || { echo "speculative greedy ids differ: $(greedy_ids) vs $PLAIN" >&2; exit 1; }
+[ "$(spec_counter num_drafts)" -gt 0 ] && [ "$(spec_counter num_draft_tokens)" -ge "$(spec_counter num_drafts)" ] \
+  || { curl -s "$BASE/metrics" | grep spec_decode >&2; echo "spec-decode counters missing" >&2; exit 1; }
+stop_server
+echo "speculative decoding checks passed"
+run_suite "$FIXTURE" ids --speculative-config "$SPEC"
 DEMO="${QINFER_DEMO_MODEL:-}"
 if [ -z "$DEMO" ]; then
   DEMO="$TMP/demo"
