@@ -6,7 +6,8 @@
 //    acceptance) for k = 1..K, relative to the decode step;
 //  * one MTP draft step with its lm_head, and the same step without the lm_head (the
 //    MTP cache update only): their difference is the draft's lm_head cost; with
-//    --draft-vocab N also a draft over the first N vocabulary rows only;
+//    --draft-vocab N also a draft over the first N vocabulary rows only, with --draft-int8
+//    over an int8 copy of the lm_head;
 //  * tokens/s of full speculative cycles (verify k+1, roll back, MTP catch-up over the
 //    accepted rows, k-1 further draft steps) whose acceptance is set by an oracle:
 //    each draft position accepted with probability a (a = 1.0, 0.7, 0.5), the run
@@ -14,6 +15,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "cli/bench_speculative.h"
@@ -29,7 +31,7 @@ double median(std::vector<double> v) {
 }
 }  // namespace
 
-void bench_speculative(Model& m, int K, int rounds, int64_t draft_vocab) {
+void bench_speculative(Model& m, int K, int rounds, int64_t draft_vocab, bool draft_int8) {
   if (!m.has_mtp()) fail("bench --speculative: the checkpoint has no mtp.* tensors (synth it with --mtp)");
   if (K < 1 || K > 4) fail("--speculative must be 1..4, got ", K);
   const TextConfig& t = m.config().text;
@@ -53,6 +55,18 @@ void bench_speculative(Model& m, int K, int rounds, int64_t draft_vocab) {
     return s;
   };
   auto plain_seq = fresh(), draft_seq = fresh();
+  const bool cheap = draft_vocab > 0 || draft_int8;   // a cheaper draft head than the full lm_head
+  auto draft_step = [&](SequenceState* s, const int* tok, const float* h, int64_t n) {
+    Model::MtpStep ms{s, tok, h, n, logits.data(), false, mh.data()};
+    ms.vocab_limit = draft_vocab;
+    ms.int8_head = draft_int8;
+    m.forward_mtp({ms});
+  };
+  if (draft_int8) {   // makes the int8 copy before anything is timed
+    auto warm = fresh();
+    const int t0 = 0;
+    draft_step(warm.get(), &t0, hidden.data(), 1);
+  }
   std::vector<std::unique_ptr<SequenceState>> verify_seq, cycle_seq;
   for (int k = 1; k <= K; ++k) verify_seq.push_back(fresh());
   for (size_t i = 0; i < K * rates.size(); ++i) cycle_seq.push_back(fresh());
@@ -89,11 +103,9 @@ void bench_speculative(Model& m, int K, int rounds, int64_t draft_vocab) {
     t0 = now_seconds();
     m.forward_mtp({{draft_seq.get(), &id, hidden.data(), 1, nullptr, false}});
     draft_cache.push_back((now_seconds() - t0) / step);
-    if (draft_vocab > 0) {
-      Model::MtpStep ms{draft_seq.get(), &id, hidden.data(), 1, logits.data(), false, mh.data()};
-      ms.vocab_limit = draft_vocab;
+    if (cheap) {
       t0 = now_seconds();
-      m.forward_mtp({ms});
+      draft_step(draft_seq.get(), &id, hidden.data(), 1);
       draft_short.push_back((now_seconds() - t0) / step);
     }
     // Full cycles at each acceptance rate.
@@ -114,15 +126,11 @@ void bench_speculative(Model& m, int K, int rounds, int64_t draft_vocab) {
           std::vector<int> next(in.begin() + 1, in.begin() + 1 + j);
           next.push_back(tok(rng));
           s.rewind_mtp(s.n_tokens() - (j + 1));
-          Model::MtpStep ms{&s, next.data(), hidden.data(), j + 1, logits.data(), false, mh.data()};
-          ms.vocab_limit = draft_vocab;
-          m.forward_mtp({ms});
+          draft_step(&s, next.data(), hidden.data(), j + 1);
           std::vector<float> last(mh.begin() + j * H, mh.begin() + (j + 1) * H);
           for (int d = 1; d < k; ++d) {
             const int dt = tok(rng);
-            Model::MtpStep m2{&s, &dt, last.data(), 1, logits.data(), false, mh.data()};
-            m2.vocab_limit = draft_vocab;
-            m.forward_mtp({m2});
+            draft_step(&s, &dt, last.data(), 1);
             std::copy(mh.begin(), mh.begin() + H, last.begin());
           }
           secs += now_seconds() - t0;
@@ -145,9 +153,9 @@ void bench_speculative(Model& m, int K, int rounds, int64_t draft_vocab) {
               "(%.0f%% of the draft step)\n",
               median(draft), median(draft_cache), median(draft) - median(draft_cache),
               100.0 * (median(draft) - median(draft_cache)) / std::max(1e-12, median(draft)));
-  if (draft_vocab > 0)
-    std::printf("spec draft   over the first %lld vocabulary rows only: %.3fx a decode step\n",
-                static_cast<long long>(draft_vocab), median(draft_short));
+  const std::string how = cat(draft_vocab > 0 ? cat("the first ", draft_vocab, " vocabulary rows") : std::string("the whole vocabulary"),
+                              draft_int8 ? ", int8 lm_head" : "");
+  if (cheap) std::printf("spec draft   over %s: %.3fx a decode step\n", how.c_str(), median(draft_short));
   double best = 0;
   int best_k = 0;
   for (size_t ai = 0; ai < rates.size(); ++ai) {
@@ -165,7 +173,7 @@ void bench_speculative(Model& m, int K, int rounds, int64_t draft_vocab) {
       }
       std::printf("spec cycle   acceptance %.1f k=%d: %.2f tokens/cycle, %.2f tokens/s = %.2fx plain decode%s\n",
                   rates[ai], k, tok_sum / std::max<size_t>(1, cycle_time[c].size() * cycles_per_round),
-                  tok_sum / sec_sum, x, draft_vocab > 0 ? " (short-vocabulary drafts)" : "");
+                  tok_sum / sec_sum, x, cheap ? cat(" (drafts over ", how, ")").c_str() : "");
     }
   }
   std::printf("spec best    at acceptance 0.7: k=%d, %.2fx plain decode\n", best_k, best);

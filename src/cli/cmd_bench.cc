@@ -95,7 +95,7 @@ void print_profile(const char* what) {
 int cmd_bench(int argc, char** argv) {
   Args a(argc, argv, {{"model", true}, {"threads", true}, {"dense", true}, {"prefill", true}, {"rounds", true},
                       {"contexts", true}, {"decode-tokens", true}, {"mmap-dense", false}, {"help", false},
-                      {"speculative", true}, {"draft-vocab", true}});
+                      {"speculative", true}, {"draft-vocab", true}, {"draft-int8", false}});
   if (a.has("help")) {
     std::fprintf(stderr,
                  "usage: qinfer bench --model DIR [--threads N] [--dense bf16|int8] [--prefill 512,2048]\n"
@@ -103,7 +103,7 @@ int cmd_bench(int argc, char** argv) {
                  "Decode times --rounds x --decode-tokens steps per context, each right after a bandwidth probe.\n"
                  "--mmap-dense reads dense weights from the checkpoint mapping instead of a huge-page copy.\n"
                  "QINFER_PROFILE=1 adds a per-part time breakdown of each phase.\n"
-                 "--speculative K [--draft-vocab N] instead measures MTP speculative decoding (k = 1..K):\n"
+                 "--speculative K [--draft-vocab N] [--draft-int8] instead measures MTP speculative decoding (k = 1..K):\n"
                  "verify and draft costs against a decode step and oracle-acceptance tokens/s (needs mtp.*).\n");
     return 0;
   }
@@ -153,7 +153,8 @@ int cmd_bench(int argc, char** argv) {
               db.kv_per_token / 1e3);
 
   if (speculative > 0) {
-    bench_speculative(*model, speculative, static_cast<int>(a.get_int("rounds", 5)), draft_vocab);
+    bench_speculative(*model, speculative, static_cast<int>(a.get_int("rounds", 5)), draft_vocab,
+                      a.has("draft-int8"));
     return 0;
   }
   for (int n : prefills)

@@ -77,6 +77,7 @@ std::unique_ptr<Engine> Engine::load(const std::string& dir, const EngineOptions
   if (opts.spec.enabled() && !opts.spec.draft_override) {
     lo.load_mtp = true;
     lo.draft_vocab = opts.spec.draft_vocab_size;
+    lo.draft_int8 = opts.spec.draft_int8;
   }
   auto runner = load_model_runner(dir, lo);
   std::unique_ptr<Tokenizer> tok;

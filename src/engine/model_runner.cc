@@ -57,7 +57,7 @@ int argmax_row(const float* x, int64_t n) {
 // drafted token at the next position. Drafts are the argmax of the draft logits.
 class MtpDraftSource : public DraftSource {
  public:
-  MtpDraftSource(Model* m, int64_t vocab_limit) : m_(m), limit_(vocab_limit) {}
+  MtpDraftSource(Model* m, int64_t vocab_limit, bool int8) : m_(m), limit_(vocab_limit), int8_(int8) {}
   void propose(std::vector<DraftRequest>& reqs) override {
     const int64_t H = m_->config().text.hidden_size;
     const int64_t V = limit_ > 0 ? limit_ : m_->config().text.vocab_size;   // draft logits row length
@@ -80,6 +80,7 @@ class MtpDraftSource : public DraftSource {
       ms.n = q.n;
       ms.logits = q.k > 0 ? logits_.data() + r * V : nullptr;
       ms.vocab_limit = limit_;
+      ms.int8_head = int8_;
       if (q.k > 1) {
         hid_[r].resize(q.n * H);
         ms.out_hidden = hid_[r].data();
@@ -107,6 +108,7 @@ class MtpDraftSource : public DraftSource {
         ms.logits = logits_.data() + who.size() * V;
         ms.out_hidden = hid_[r].data();
         ms.vocab_limit = limit_;
+        ms.int8_head = int8_;
         steps.push_back(ms);
         who.push_back(r);
       }
@@ -123,16 +125,18 @@ class MtpDraftSource : public DraftSource {
  private:
   Model* m_;
   int64_t limit_;
+  bool int8_;
   std::vector<float> logits_;
   std::vector<std::vector<float>> hid_;
 };
 
 class QwenRunner : public ModelRunner {
  public:
-  QwenRunner(std::unique_ptr<Model> m, std::vector<int> extra_eos, int64_t draft_vocab) : model_(std::move(m)) {
+  QwenRunner(std::unique_ptr<Model> m, std::vector<int> extra_eos, int64_t draft_vocab, bool draft_int8)
+      : model_(std::move(m)) {
     eos_ = model_->config().text.eos_token_ids;
     for (int id : extra_eos) eos_.push_back(id);
-    if (model_->has_mtp()) mtp_ = std::make_unique<MtpDraftSource>(model_.get(), draft_vocab);
+    if (model_->has_mtp()) mtp_ = std::make_unique<MtpDraftSource>(model_.get(), draft_vocab, draft_int8);
   }
   DraftSource* draft_source() override { return mtp_.get(); }
   void rollback(RunnerSequence* s, int64_t keep) override { state_of(s).rollback(keep); }
@@ -200,7 +204,7 @@ std::unique_ptr<ModelRunner> load_model_runner(const std::string& dir, const Run
   const int64_t V = model->config().text.vocab_size;
   if (opts.draft_vocab > V)
     fail("--speculative-config: \"draft_vocab_size\" ", opts.draft_vocab, " is above the vocabulary size ", V);
-  return std::make_unique<QwenRunner>(std::move(model), std::move(eos), opts.draft_vocab);
+  return std::make_unique<QwenRunner>(std::move(model), std::move(eos), opts.draft_vocab, opts.draft_int8);
 }
 
 }  // namespace qinfer::engine

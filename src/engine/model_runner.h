@@ -66,6 +66,7 @@ struct RunnerLoadOptions {
   bool load_vision = true;   // false: text only (--limit-mm-per-prompt '{"image": 0}')
   bool load_mtp = false;     // load the mtp.* draft head (error when the checkpoint has none)
   int64_t draft_vocab = 0;   // > 0: the MTP drafts among token ids below this only
+  bool draft_int8 = false;   // the MTP drafts score with an int8 copy of the lm_head
 };
 
 // Loads qinfer::Model from a checkpoint folder. EOS ids: generation_config.json's

@@ -40,6 +40,10 @@ SpeculativeOptions parse_speculative_config(const std::string& text) {
       if (!v.is_number_integer() || v.get<int64_t>() < 1)
         fail("--speculative-config: \"draft_vocab_size\" must be a positive integer");
       o.draft_vocab_size = v.get<int64_t>();
+    } else if (key == "draft_lm_head") {
+      if (!v.is_string() || (v.get<std::string>() != "int8" && v.get<std::string>() != "bf16"))
+        fail("--speculative-config: \"draft_lm_head\" must be \"int8\" or \"bf16\" (the checkpoint's own)");
+      o.draft_int8 = v.get<std::string>() == "int8";
     } else {
       log_warn("--speculative-config: key \"", key, "\" is not used by this engine; ignored");
     }

@@ -44,12 +44,14 @@ struct SpeculativeOptions {
   int disable_by_batch_size = 0;       // > 0: no drafts in a step with at least this many decoding sequences
   int64_t draft_vocab_size = 0;        // qinfer's own key: > 0 drafts only among token ids below it (a
                                        // cheaper draft lm_head; the verified output does not change)
+  bool draft_int8 = false;             // qinfer's own "draft_lm_head": "int8": drafts score with an int8
+                                       // copy of the lm_head (half the bytes; the verified output does not change)
   DraftSource* draft_override = nullptr;   // tests: use this instead of the model's MTP head
   bool enabled() const { return num_speculative_tokens > 0; }
 };
 
 // Parses vLLM's --speculative-config JSON ({"method": "mtp", "num_speculative_tokens": 3,
-// "disable_by_batch_size": N}, plus qinfer's "draft_vocab_size": N); errors name the flag and the field. Unknown keys that vLLM
+// "disable_by_batch_size": N}, plus qinfer's "draft_vocab_size": N and "draft_lm_head": "int8"); errors name the flag and the field. Unknown keys that vLLM
 // accepts for GPU runs (e.g. "model", "draft_tensor_parallel_size") are ignored with a warning.
 SpeculativeOptions parse_speculative_config(const std::string& json_text);
 

@@ -30,6 +30,15 @@ Linear row_prefix(const Linear& l, int64_t rows) {
   return v;
 }
 
+Linear to_int8(const Linear& l) {
+  if (l.gptq) fail("to_int8: a GPTQ matrix is not re-encoded");
+  Linear q;
+  q.rows = l.rows;
+  q.cols = l.cols;
+  q.dense = ops::dense_to_q8(l.dense);
+  return q;
+}
+
 size_t Linear::bytes() const {
   if (gptq) return static_cast<size_t>(gptq->bytes());
   return static_cast<size_t>(dense.bytes());

@@ -245,10 +245,24 @@ void Model::forward_mtp(const std::vector<MtpStep>& steps) {
   for (size_t s = 0; s < steps.size(); ++s)
     if (steps[s].vocab_limit != limit || limit < 0 || limit > V)
       fail("forward_mtp: step ", s, " has vocab_limit ", steps[s].vocab_limit, "; every step of a call needs the same, in 0..", V);
+  const bool int8 = steps[0].int8_head;
+  for (size_t s = 0; s < steps.size(); ++s)
+    if (steps[s].int8_head != int8) fail("forward_mtp: step ", s, " differs from step 0 in int8_head");
   const model::Linear* lm = &w_->lm_head;
-  if (limit > 0 && limit < V) {
-    if (!draft_head_ || draft_head_->rows != limit)
-      draft_head_ = std::make_unique<model::Linear>(model::row_prefix(w_->lm_head, limit));
+  const bool requant = int8 && w_->lm_head.dense.type != ops::WType::Q8;
+  if ((limit > 0 && limit < V) || requant) {
+    const int64_t rows = limit > 0 ? limit : V;
+    if (!draft_head_ || draft_head_->rows != rows || draft_head_int8_ != int8) {
+      model::Linear h = model::row_prefix(w_->lm_head, rows);
+      if (requant) {
+        const double t0 = now_seconds();
+        h = model::to_int8(h);
+        log_info("MTP drafts: int8 copy of lm_head rows 0..", rows - 1, " (", h.bytes() >> 20, " MiB) made in ",
+                 now_seconds() - t0, " s");
+      }
+      draft_head_ = std::make_unique<model::Linear>(std::move(h));
+      draft_head_int8_ = int8;
+    }
     lm = draft_head_.get();
   }
   const model::MtpWeights& m = *w_->mtp;

@@ -95,6 +95,9 @@ class Model {
     float* out_hidden = nullptr;          // optional [n][hidden]: MTP output after mtp.norm
     int64_t vocab_limit = 0;              // > 0: logits over token ids 0..vocab_limit-1 only (rows of
                                           // that length; a cheaper draft lm_head); the same in every step
+    bool int8_head = false;               // score with an int8 copy of the lm_head (per-row scale, made on
+                                          // first use; the lm_head itself when it is int8 already); the same
+                                          // in every step
   };
   void forward_mtp(const std::vector<MtpStep>& steps);
 
@@ -115,7 +118,8 @@ class Model {
   ModelConfig config_;
   std::unique_ptr<model::ModelWeights> w_;
   std::unique_ptr<model::Arena> arena_;   // forward() scratch, kept between calls
-  std::unique_ptr<model::Linear> draft_head_;   // lm_head rows 0..vocab_limit-1 (MtpStep::vocab_limit)
+  std::unique_ptr<model::Linear> draft_head_;   // lm_head rows 0..vocab_limit-1 (MtpStep::vocab_limit),
+  bool draft_head_int8_ = false;                // int8 when MtpStep::int8_head
   std::unique_ptr<vision::VisionTower> vision_;
 };
 

@@ -135,6 +135,21 @@ TEST_P(SpecFixture, GreedyIdenticalWithMtpDraftsAloneAndBatched) {
   }
 }
 
+// The cheaper draft heads (qinfer's draft_vocab_size and draft_lm_head int8) change the
+// drafts only, never the output.
+TEST_P(SpecFixture, GreedyIdenticalWithCheaperDraftHeads) {
+  const std::string dir = GetParam();
+  EngineOptions o;
+  o.load.threads = 2;
+  o.spec.method = "mtp";
+  o.spec.num_speculative_tokens = 2;
+  o.spec.draft_int8 = true;
+  o.spec.draft_vocab_size = 300;
+  auto e = Engine::load(dir, o);
+  for (const auto& p : prompts_of(dir)) EXPECT_EQ(e->generate(p.ids, greedy(16)).tokens, p.greedy) << short_name(dir);
+  EXPECT_GT(e->stats().spec.num_drafts, 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, SpecFixture, ::testing::ValuesIn(fixture_dirs()),
                          [](const ::testing::TestParamInfo<std::string>& i) { return fixture_test_name(i.param); });
 
@@ -294,6 +309,8 @@ TEST(SpecConfig, ParsesVllmJsonAndNamesBadFields) {
   EXPECT_EQ(parse_speculative_config(R"({"method":"qwen3_next_mtp","num_speculative_tokens":1})").num_speculative_tokens, 1);
   EXPECT_EQ(parse_speculative_config(R"({"method":"qwen3_5_mtp","num_speculative_tokens":4,"disable_by_batch_size":8})")
                 .disable_by_batch_size, 8);
+  EXPECT_TRUE(parse_speculative_config(R"({"method":"mtp","num_speculative_tokens":2,"draft_lm_head":"int8"})").draft_int8);
+  EXPECT_FALSE(parse_speculative_config(R"({"method":"mtp","num_speculative_tokens":2,"draft_lm_head":"bf16"})").draft_int8);
   auto bad = [](const std::string& j, const std::string& needle) {
     try {
       parse_speculative_config(j);
@@ -311,6 +328,7 @@ TEST(SpecConfig, ParsesVllmJsonAndNamesBadFields) {
   bad(R"({"num_speculative_tokens": 2})", "method");
   bad(R"({"method": "mtp", "num_speculative_tokens": "2"})", "integer");
   bad(R"({"method": "mtp", "num_speculative_tokens": 2, "disable_by_batch_size": 0})", "disable_by_batch_size");
+  bad(R"({"method": "mtp", "num_speculative_tokens": 2, "draft_lm_head": "int4"})", "draft_lm_head");
 }
 
 }  // namespace
@@ -323,7 +341,7 @@ namespace {
 // from Model::forward_mtp: d1 = argmax of the MTP over the prompt rows (hidden i, token
 // i+1, the main argmax last); d(j+1) = argmax of one more MTP row fed d(j) and the MTP's own
 // post-norm hidden of the previous row, at the next position. With draft_vocab_size N, the
-// same chain with every argmax over ids < N.
+// same chain with every argmax over ids < N; with draft_lm_head int8, over the int8 copy.
 TEST(MtpDraftSource, DraftsAreTheMtpChain) {
   for (const std::string fx : {"qwen35moe-tiny-s1/bf16", "qwen35moe-tiny-s2/gptq"}) {
     const std::string dir = qinfer::test::fixtures_dir() + "/" + fx;
@@ -332,11 +350,12 @@ TEST(MtpDraftSource, DraftsAreTheMtpChain) {
     mo.load_mtp = true;
     auto model = Model::load(dir, mo);
     const int64_t V = model->config().text.vocab_size, H = model->config().text.hidden_size;
-    for (int64_t limit : {int64_t{0}, int64_t{100}}) {
+    for (const auto& [limit, int8] : std::vector<std::pair<int64_t, bool>>{{0, false}, {100, false}, {0, true}, {100, true}}) {
       RunnerLoadOptions ro;
       ro.threads = 2;
       ro.load_mtp = true;
       ro.draft_vocab = limit;
+      ro.draft_int8 = int8;
       auto runner = load_model_runner(dir, ro);
       ASSERT_NE(runner->draft_source(), nullptr);
       const int64_t lim = limit > 0 ? limit : V;
@@ -349,11 +368,11 @@ TEST(MtpDraftSource, DraftsAreTheMtpChain) {
         model->forward({{s.get(), p.ids.data(), T, logits.data(), true, hidden.data()}});
         std::vector<int> next(p.ids.begin() + 1, p.ids.end());
         next.push_back(qinfer::test::argmax(logits.data() + (T - 1) * V, V));
-        model->forward_mtp({{s.get(), next.data(), hidden.data(), T, mlog.data(), false, mh.data()}});
+        model->forward_mtp({{s.get(), next.data(), hidden.data(), T, mlog.data(), false, mh.data(), 0, int8}});
         std::vector<int> want = {qinfer::test::argmax(mlog.data(), lim)};
         std::vector<float> h(mh.end() - H, mh.end());
         for (int j = 1; j < K; ++j) {
-          model->forward_mtp({{s.get(), &want.back(), h.data(), 1, mlog.data(), false, mh.data()}});
+          model->forward_mtp({{s.get(), &want.back(), h.data(), 1, mlog.data(), false, mh.data(), 0, int8}});
           want.push_back(qinfer::test::argmax(mlog.data(), lim));
           h.assign(mh.begin(), mh.begin() + H);
         }
@@ -374,7 +393,7 @@ TEST(MtpDraftSource, DraftsAreTheMtpChain) {
         reqs[0].k = K;
         reqs[0].context = &ctx;
         runner->draft_source()->propose(reqs);
-        EXPECT_EQ(reqs[0].drafts, want) << fx << " draft_vocab " << limit;
+        EXPECT_EQ(reqs[0].drafts, want) << fx << " draft_vocab " << limit << " int8 " << int8;
         for (int d : reqs[0].drafts) EXPECT_LT(d, lim);
         // Asked again from a later position (as after an accepted row): the cache is rewound.
         reqs[0].pos0 = T - 1;
@@ -382,7 +401,7 @@ TEST(MtpDraftSource, DraftsAreTheMtpChain) {
         reqs[0].hidden = rh.data() + (T - 1) * H;
         reqs[0].n = 1;
         runner->draft_source()->propose(reqs);
-        EXPECT_EQ(reqs[0].drafts, want) << fx << " draft_vocab " << limit << " after rewind";
+        EXPECT_EQ(reqs[0].drafts, want) << fx << " draft_vocab " << limit << " int8 " << int8 << " after rewind";
       }
     }
   }

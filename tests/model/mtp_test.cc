@@ -182,5 +182,38 @@ TEST(Mtp, CacheOnlyStepsMatch) {
   EXPECT_LT(compare(last.data(), g.f32("p1.mtp_logits_last").data(), V).rel_l2, kRelTol);
 }
 
+// The cheaper draft heads: vocab_limit N gives the first N columns of the full draft
+// logits; int8_head gives logits close to the BF16 ones (an int8 per-row copy of lm_head).
+TEST(Mtp, CheaperDraftHeads) {
+  const std::string dir = fixtures_dir() + "/qwen35moe-tiny-s1/bf16";
+  Model& m = mtp_model(dir);
+  Golden g(dir);
+  const int64_t V = m.config().text.vocab_size, H = m.config().text.hidden_size;
+  const std::vector<int> ids = g.i32("p0.input_ids"), next = g.i32("p0.mtp_input_ids");
+  const int64_t T = static_cast<int64_t>(ids.size());
+  std::vector<float> logits(T * V), hidden(T * H);
+  auto s = m.new_sequence();
+  m.forward({{s.get(), ids.data(), T, logits.data(), true, hidden.data()}});
+  auto draft = [&](int64_t limit, bool int8) {
+    std::vector<float> out(T * (limit > 0 ? limit : V));
+    m.forward_mtp({{s.get(), next.data(), hidden.data(), T, out.data(), true, nullptr, limit, int8}});
+    s->rewind_mtp(0);
+    return out;
+  };
+  const std::vector<float> full = draft(0, false), q8 = draft(0, true), part = draft(100, false),
+                           part_q8 = draft(100, true);
+  const Diff dq = compare(q8.data(), full.data(), full.size());
+  std::printf("  int8 draft head vs bf16: rel-L2 %.3e max-abs %.3e\n", dq.rel_l2, dq.max_abs);
+  EXPECT_LT(dq.rel_l2, 2e-2);
+  EXPECT_GT(dq.max_abs, 0.0) << "the int8 head is a different encoding";
+  for (int64_t t = 0; t < T; ++t) {
+    EXPECT_LT(compare(part.data() + t * 100, full.data() + t * V, 100).max_abs, 1e-6) << "row " << t;
+    EXPECT_LT(compare(part_q8.data() + t * 100, q8.data() + t * V, 100).max_abs, 1e-6) << "row " << t;
+  }
+  EXPECT_THROW(m.forward_mtp({{s.get(), next.data(), hidden.data(), 1, logits.data(), false, nullptr, 0, true},
+                              {m.new_sequence().get(), next.data(), hidden.data(), 1, logits.data(), false}}),
+               Error);
+}
+
 }  // namespace
 }  // namespace qinfer::test
