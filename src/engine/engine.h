@@ -55,6 +55,7 @@ struct EngineStats {
   int64_t steps = 0;
   double busy_seconds = 0;        // time spent in forward + sampling
   SpecDecodeStats spec;           // speculative decoding counters
+  int64_t kv_tokens = 0;          // tokens held in the caches of the running sequences
 };
 
 class Engine {

@@ -43,6 +43,7 @@ int SeqSampler::sample_draft(const float* logits, int draft, TokenOut* info, boo
   if (info) {
     info->token = r.token;
     info->logprob = r.logprob;
+    info->rank = r.rank;
     info->top.clear();
     for (const auto& t : r.top) info->top.push_back({t.token, t.logprob});
   }

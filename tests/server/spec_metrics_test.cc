@@ -10,20 +10,21 @@ namespace qinfer::server {
 namespace {
 
 TEST(SpecMetrics, VllmNamesPerPositionAndOnlyWhenOn) {
-  Metrics m;
+  Metrics m("x");
   engine::EngineStats s;
-  EXPECT_EQ(m.render(s, "x").find("spec_decode"), std::string::npos);
+  EXPECT_EQ(m.render(s, 4, 100).find("spec_decode"), std::string::npos);
   s.spec.num_drafts = 5;
   s.spec.num_draft_tokens = 15;
   s.spec.num_accepted_tokens = 9;
   s.spec.accepted_per_pos = {5, 3, 1};
-  const std::string o = m.render(s, "x");
-  for (const char* line : {"# TYPE vllm:spec_decode_num_drafts counter",
-                           "vllm:spec_decode_num_drafts_total{engine=\"0\",model_name=\"x\"} 5",
-                           "vllm:spec_decode_num_draft_tokens_total{engine=\"0\",model_name=\"x\"} 15",
-                           "vllm:spec_decode_num_accepted_tokens_total{engine=\"0\",model_name=\"x\"} 9",
-                           "vllm:spec_decode_num_accepted_tokens_per_pos_total{engine=\"0\",model_name=\"x\",position=\"0\"} 5",
-                           "vllm:spec_decode_num_accepted_tokens_per_pos_total{engine=\"0\",model_name=\"x\",position=\"2\"} 1"})
+  const std::string o = m.render(s, 4, 100);
+  for (const char* line : {"# TYPE vllm:spec_decode_num_drafts_total counter",
+                           "# TYPE vllm:spec_decode_num_accepted_tokens_per_pos_total counter",
+                           "vllm:spec_decode_num_drafts_total{model_name=\"x\",engine=\"0\"} 5.0\n",
+                           "vllm:spec_decode_num_draft_tokens_total{model_name=\"x\",engine=\"0\"} 15.0\n",
+                           "vllm:spec_decode_num_accepted_tokens_total{model_name=\"x\",engine=\"0\"} 9.0\n",
+                           "vllm:spec_decode_num_accepted_tokens_per_pos_total{model_name=\"x\",engine=\"0\",position=\"0\"} 5.0\n",
+                           "vllm:spec_decode_num_accepted_tokens_per_pos_total{model_name=\"x\",engine=\"0\",position=\"2\"} 1.0\n"})
     EXPECT_NE(o.find(line), std::string::npos) << line << "\n" << o;
 }
 
