@@ -63,6 +63,7 @@ int cmd_serve(int argc, char** argv) {
   eo.prefill_chunk = o.prefill_chunk;
   eo.load.threads = o.threads;
   eo.load.dense_int8 = o.dense_int8;
+  eo.spec = o.spec;
   eo.load.load_vision = o.max_images_per_prompt > 0;   // vLLM's '{"image": 0}': text only
   std::unique_ptr<engine::Engine> engine;
   try {

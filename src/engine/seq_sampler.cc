@@ -41,12 +41,23 @@ SeqSampler::SeqSampler(const GenParams& g, const std::vector<int>& prompt, int v
 
 SeqSampler::~SeqSampler() = default;
 
+void SeqSampler::ensure_impl() {
+  if (impl_) return;
+  impl_ = std::make_unique<Impl>(std::move(pending_->params), pending_->vocab, pending_->prompt);
+  pending_.reset();
+}
+
 int SeqSampler::sample(const float* logits, TokenOut* info, const uint64_t* allowed) {
-  if (!impl_) {
-    impl_ = std::make_unique<Impl>(std::move(pending_->params), pending_->vocab, pending_->prompt);
-    pending_.reset();
-  }
-  sampling::SampleResult r = impl_->sampler.sample(std::span<const float>(logits, impl_->vocab), allowed);
+  bool accepted = false;
+  return sample_draft(logits, -1, info, &accepted, allowed);
+}
+
+int SeqSampler::sample_draft(const float* logits, int draft, TokenOut* info, bool* accepted,
+                             const uint64_t* allowed) {
+  ensure_impl();
+  sampling::SampleResult r =
+      impl_->sampler.verify_draft(std::span<const float>(logits, impl_->vocab), draft, allowed);
+  *accepted = r.draft_accepted;
   if (info) {
     info->token = r.token;
     info->logprob = r.logprob;

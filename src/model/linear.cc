@@ -16,6 +16,30 @@ void Linear::apply(const float* X, int64_t n, float* Y) const {
   else ops::matmul(dense, X, n, Y);
 }
 
+Linear row_prefix(const Linear& l, int64_t rows) {
+  if (l.gptq) fail("row_prefix: a GPTQ matrix has no row-prefix view");
+  if (rows < 1 || rows > l.rows) fail("row_prefix: ", rows, " rows of a ", l.rows, "-row matrix");
+  Linear v;
+  v.rows = rows;
+  v.cols = l.cols;
+  v.dense.type = l.dense.type;
+  v.dense.rows = rows;
+  v.dense.cols = l.dense.cols;
+  v.dense.data = l.dense.weights();   // rows are contiguous: the first `rows` of them
+  if (!l.dense.row_scale.empty())
+    v.dense.row_scale.assign(l.dense.row_scale.begin(), l.dense.row_scale.begin() + rows);
+  return v;
+}
+
+Linear to_int8(const Linear& l) {
+  if (l.gptq) fail("to_int8: a GPTQ matrix is not re-encoded");
+  Linear q;
+  q.rows = l.rows;
+  q.cols = l.cols;
+  q.dense = ops::dense_to_q8(l.dense);
+  return q;
+}
+
 size_t Linear::bytes() const {
   if (gptq) return static_cast<size_t>(gptq->bytes());
   return static_cast<size_t>(dense.bytes());

@@ -18,7 +18,7 @@ const char* const kIgnoredWithValue[] = {
     "gpu-memory-utilization", "tensor-parallel-size", "pipeline-parallel-size", "data-parallel-size",
     "dtype", "kv-cache-dtype", "swap-space", "cpu-offload-gb", "block-size", "quantization",
     "max-num-partial-prefills", "seed", "tokenizer-mode", "load-format", "distributed-executor-backend",
-    "uvicorn-log-level", "compilation-config", "speculative-config", "mm-processor-kwargs",
+    "uvicorn-log-level", "compilation-config", "mm-processor-kwargs",
     "max-seq-len-to-capture", "revision", "download-dir", "hf-overrides",
     "generation-config", "override-generation-config", "chat-template-content-format"};
 const char* const kIgnoredFlags[] = {
@@ -94,6 +94,8 @@ std::string serve_usage() {
          "        QINFER_ALLOW_LONG_MAX_MODEL_LEN=1, which serves the model's context instead)\n"
          "       [--reasoning-parser qwen3] [--enable-auto-tool-choice] [--tool-call-parser qwen3_coder]\n"
          "       [--limit-mm-per-prompt '{\"image\": N}'] [--threads N] [--dense bf16|int8]\n"
+         "       [--speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": K}'] (K 1..4;\n"
+         "        optional \"disable_by_batch_size\": N)\n"
          "       [--chat-template FILE] [--default-chat-template-kwargs JSON] [--language-model-only]\n"
          "       [--ssl-keyfile F --ssl-certfile F] [--allowed-origins JSON] [--allowed-methods JSON]\n"
          "       [--allowed-headers JSON] [--allow-credentials] [--max-waiting-requests N (256)]\n"
@@ -115,7 +117,8 @@ ServeOptions parse_serve_options(int argc, char** argv) {
       {"ssl-keyfile", true}, {"ssl-certfile", true}, {"allowed-origins", true}, {"allowed-methods", true},
       {"allowed-headers", true}, {"allow-credentials", false}, {"max-waiting-requests", true},
       {"request-timeout", true}, {"drain-timeout", true}, {"disable-uvicorn-access-log", false},
-      {"disable-access-log", false}, {"max-connections", true}, {"read-timeout", true}};
+      {"disable-access-log", false}, {"max-connections", true}, {"read-timeout", true},
+      {"speculative-config", true}};
   for (const char* f : kIgnoredWithValue) specs.push_back({f, true});
   for (const char* f : kIgnoredFlags) specs.push_back({f, false});
   // vLLM allows several names after --served-model-name; gather the extra positionals
@@ -251,6 +254,7 @@ ServeOptions parse_serve_options(int argc, char** argv) {
   std::string dense = a.get_or("dense", a.has("dense-int8") ? "int8" : "bf16");
   if (dense != "bf16" && dense != "int8") fail("option --dense must be bf16 or int8, got '", dense, "'");
   o.dense_int8 = dense == "int8";
+  if (a.has("speculative-config")) o.spec = engine::parse_speculative_config(a.get("speculative-config"));
   for (const char* f : kIgnoredWithValue) {
     if (a.has(f)) o.ignored.push_back(std::string("--") + f + " " + a.get(f));
   }

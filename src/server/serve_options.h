@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/speculative.h"
 #include <nlohmann/json.hpp>
 
 #include "server/openai_request.h"
@@ -32,6 +33,7 @@ struct ServeOptions {
   int max_images_per_prompt = 1;             // --limit-mm-per-prompt {"image": N}
   int threads = 0;
   bool dense_int8 = false;
+  engine::SpeculativeOptions spec;            // --speculative-config
   // --- operational flags (vLLM spelling where vLLM has one) ---
   std::string chat_template;                 // --chat-template: a file, or the template text itself
   nlohmann::ordered_json default_chat_template_kwargs = nlohmann::ordered_json::object();
