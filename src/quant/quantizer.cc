@@ -195,6 +195,26 @@ struct PhaseTimer {
   ~PhaseTimer() { *acc += now_seconds() - t0; }
 };
 
+// Estimated floating-point operations of each piece of work, for the progress bar's
+// ETA (one layer at real dimensions measured both at ~10 GFLOP/s on one machine,
+// docs/PERFORMANCE.md): a token through the layer (the routed and shared experts,
+// ~4 H² for attention or DeltaNet projections) plus, in a Hessian pass, the
+// x xᵀ folds of the experts held in this pass; a module: the inverse-Hessian factor
+// (K³, shared by gate_proj and up_proj) and the column loop's updates (2 N K²).
+struct WorkModel {
+  double token_pass = 0, gate_up_fold = 0, down_fold = 0;   // per token (folds for all E experts)
+  double gate_up_module = 0, down_module = 0;
+  explicit WorkModel(const TextConfig& tc) {
+    const double H = tc.hidden_size, I = tc.moe_intermediate_size, Is = tc.shared_expert_intermediate_size,
+                 k = tc.num_experts_per_tok;
+    token_pass = 2.0 * (k * 3 * H * I + 3 * H * Is + 4 * H * H);
+    gate_up_fold = 2.0 * k * H * H;
+    down_fold = 2.0 * k * I * I;
+    gate_up_module = H * H * H / 2 + 2 * I * H * H;
+    down_module = I * I * I + 2 * H * I * I;
+  }
+};
+
 std::vector<uint8_t> raw_rows(const TensorInfo& t, int64_t offset_elems, int64_t n) {
   const size_t es = dtype_size(t.dtype);
   std::vector<uint8_t> b(static_cast<size_t>(n) * es);
@@ -214,7 +234,9 @@ QuantizeReport quantize_checkpoint(const QuantizeOptions& opt) {
   const QuantSpec& spec = opt.spec;
   check_original(cfg, *ck, prefix, spec);
   const int64_t H = tc.hidden_size, I = tc.moe_intermediate_size, E = tc.num_experts;
+  if (opt.layers == 0 || opt.layers < -1) fail("--layers ", opt.layers, ": give at least 1 layer (or leave it out for all)");
   const int nq = opt.layers < 0 ? tc.num_hidden_layers : std::min(opt.layers, tc.num_hidden_layers);
+  failsafe_threshold(opt.failsafe, 1);   // a malformed --failsafe-rtn fails before any work
 
   const fs::path out_dir = fs::path(opt.out_dir).lexically_normal();
   if (out_dir.empty() || out_dir.filename().empty()) fail("--out '", opt.out_dir, "' is not a folder name");
@@ -273,8 +295,29 @@ QuantizeReport quantize_checkpoint(const QuantizeOptions& opt) {
   LayerRunner runner(tc);
   std::vector<std::string> skipped;
   const size_t per_chunk = std::max<size_t>(1, opt.hessian_budget / ExpertHessians::bytes_per_expert(H));
-  Progress progress("quantizing expert modules", static_cast<int64_t>(nq) * E * 3);
-  int64_t done = 0;
+  // Progress in estimated work (WorkModel), advanced by every calibration batch and
+  // every module, so that the bar moves (and the ETA holds) whichever dominates.
+  const WorkModel wm(tc);
+  const int64_t chunks = (E + static_cast<int64_t>(per_chunk) - 1) / static_cast<int64_t>(per_chunk);
+  const double T = static_cast<double>(calib.total_tokens);
+  const double work_total =
+      nq * (T * (2.0 * static_cast<double>(chunks) * wm.token_pass + wm.gate_up_fold + wm.down_fold) +
+            static_cast<double>(E) * (2 * wm.gate_up_module + wm.down_module)) +
+      std::max(0, nq - 1) * T * wm.token_pass;
+  if (!(work_total > 0)) fail("quantize: nothing to do (", nq, " layers, ", calib.total_tokens, " calibration tokens)");
+  constexpr int64_t kSteps = 1000;
+  Progress progress("quantizing (per mille of the estimated work)", kSteps);
+  double work_done = 0;
+  auto advance = [&](double w) {
+    work_done = std::min(work_total, work_done + w);
+    progress.update(static_cast<int64_t>(static_cast<double>(kSteps) * work_done / work_total));
+    if (opt.on_progress) opt.on_progress(work_done, work_total);
+  };
+  // Per batch of a pass: the layer itself plus the folds of the experts [e0, e1) held.
+  auto pass_progress = [&](double fold_per_token, int64_t e0, int64_t e1) {
+    const double per_row = wm.token_pass + fold_per_token * static_cast<double>(e1 - e0) / static_cast<double>(E);
+    return [&advance, per_row](int64_t rows) { advance(per_row * static_cast<double>(rows)); };
+  };
   auto check_cancel = [&] {
     if (opt.cancel && opt.cancel->load()) fail("interrupted: ", out_dir.string(), " was not written");
   };
@@ -313,7 +356,7 @@ QuantizeReport quantize_checkpoint(const QuantizeOptions& opt) {
         {
           check_cancel();
           PhaseTimer pt(&rep.phases.forward);
-          runner.run(l, *in, nullptr, &hs);
+          runner.run(l, *in, nullptr, &hs, pass_progress(wm.gate_up_fold, e0, e1));
           hs.finish();
         }
         if (e0 == 0)
@@ -337,8 +380,7 @@ QuantizeReport quantize_checkpoint(const QuantizeOptions& opt) {
             pending.push_back({m + "gate_proj.weight", DType::BF16, {I, H}, raw_rows(gu, e * 2 * I * H, I * H)});
             pending.push_back({m + "up_proj.weight", DType::BF16, {I, H}, raw_rows(gu, e * 2 * I * H + I * H, I * H)});
             pending.push_back({m + "down_proj.weight", DType::BF16, {H, I}, raw_rows(dn, e * H * I, H * I)});
-            done += 3;
-            progress.update(done);
+            advance(2 * wm.gate_up_module + wm.down_module);
             continue;
           }
           const std::vector<float> Wg = expert_rows(gu, e * 2 * I * H, I * H);
@@ -375,8 +417,7 @@ QuantizeReport quantize_checkpoint(const QuantizeOptions& opt) {
           emit_gptq(pending, m + "up_proj", qu.w, v2);
           model::Expert& x = l.moe.experts[e];
           x.gate_up.gptq = model::pack_gptq(qg.w, &qu.w, m + "gate_proj/up_proj");
-          done += 2;
-          progress.update(done);
+          advance(2 * wm.gate_up_module);
         }
       }
       // Subset 2: down_proj, its inputs computed with the quantized gate/up.
@@ -386,7 +427,7 @@ QuantizeReport quantize_checkpoint(const QuantizeOptions& opt) {
         {
           check_cancel();
           PhaseTimer pt(&rep.phases.forward);
-          runner.run(l, *in, nullptr, &hs);
+          runner.run(l, *in, nullptr, &hs, pass_progress(wm.down_fold, e0, e1));
           hs.finish();
         }
         for (int64_t e = e0; e < e1; ++e) {
@@ -420,15 +461,14 @@ QuantizeReport quantize_checkpoint(const QuantizeOptions& opt) {
           record(static_cast<int>(e), "down_proj", n, qd, ed, rd);
           emit_gptq(pending, m + "down_proj", qd.w, v2);
           l.moe.experts[e].down.gptq = model::pack_gptq(qd.w, nullptr, m + "down_proj");
-          ++done;
-          progress.update(done);
+          advance(wm.down_module);
         }
       }
       // Replay with every expert quantized: the next layer's inputs.
       if (L + 1 < nq) {
         PhaseTimer pt(&rep.phases.replay);
         out->clear();
-        runner.run(l, *in, out.get(), nullptr);
+        runner.run(l, *in, out.get(), nullptr, pass_progress(0.0, 0, 0));
         rep.peak_activation_bytes = std::max(rep.peak_activation_bytes, in->memory_bytes() + out->memory_bytes());
         rep.spilled_bytes = std::max(rep.spilled_bytes, in->spilled_bytes() + out->spilled_bytes());
         std::swap(in, out);
@@ -449,7 +489,8 @@ QuantizeReport quantize_checkpoint(const QuantizeOptions& opt) {
       const PhaseSeconds& p = rep.phases;
       log_info("layer ", L, " done at ", now_seconds() - t0, " s; so far: calibration passes + Hessians ", p.forward,
                " s, inverse-Hessian factors ", p.factor, " s, GPTQ column loops ", p.gptq, " s, RTN ", p.rtn,
-               " s, RTN comparison ", p.compare, " s, replay ", p.replay, " s, writing ", p.write, " s");
+               " s, RTN comparison ", p.compare, " s, replay ", p.replay, " s, writing ", p.write, " s; ",
+               rep.failsafe_modules, " of ", rep.quantized_modules, " modules failsafe RTN so far");
     }
   }
   progress.finish();

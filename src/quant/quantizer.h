@@ -11,6 +11,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,10 @@ struct QuantizeOptions {
   // Set (e.g. by a SIGINT handler) to stop: the run fails with "interrupted" at the
   // next module and removes its temporary output folder.
   const std::atomic<bool>* cancel = nullptr;
+  // Called with (work done, total work) in estimated floating-point operations each
+  // time the stderr progress bar advances: after every batch of a calibration pass
+  // and after every module (optional; tests).
+  std::function<void(double, double)> on_progress;
 };
 
 struct ModuleReport {

@@ -14,7 +14,13 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
+
+#include "io/checkpoint.h"
+#include "io/safetensors.h"
 
 namespace qinfer {
 namespace {
@@ -40,6 +46,7 @@ ShRun sh(const std::string& cmd) {
 
 std::string bin() { return QINFER_BINARY; }
 std::string fixture(const std::string& n) { return std::string(QINFER_FIXTURES_DIR) + "/text/" + n; }
+std::string mm_fixture(const std::string& n) { return std::string(QINFER_FIXTURES_DIR) + "/multimodal/" + n; }
 std::string data(const std::string& n) { return std::string(QINFER_SOURCE_DIR) + "/tests/data/quant/" + n; }
 
 fs::path temp_dir() {
@@ -97,6 +104,68 @@ TEST(QuantizeCli, GptqCloserToBf16ThanRtnAndSameCensus) {
   EXPECT_LT(std::fabs(pg - pb), std::fabs(pr - pb));
 
   EXPECT_EQ(census((d / "gptq").string()), census(fixture("qwen35moe-tiny-s1/gptq")));
+  fs::remove_all(d);
+}
+
+// A BF16 original with a vision tower, sharded in two files with an index: the text
+// tensors of the tiny s1 BF16 fixture, the BF16 model.visual.* tensors of the mm-s1
+// fixture (whose text part is the s1 GPTQ fixture), mm-s1's config.json without its
+// quantization_config, and its preprocessor_config.json.
+void write_vision_original(const fs::path& d) {
+  fs::create_directories(d);
+  auto text = Checkpoint::open(fixture("qwen35moe-tiny-s1/bf16"));
+  auto mm = Checkpoint::open(mm_fixture("mm-s1"));
+  SafetensorsWriter a, b;
+  nlohmann::json map = nlohmann::json::object();
+  int64_t total = 0;
+  auto put = [&](SafetensorsWriter& w, const char* file, const TensorInfo& t) {
+    w.add(t.name, t.dtype, t.shape, std::vector<uint8_t>(t.data, t.data + t.nbytes));
+    map[t.name] = file;
+    total += static_cast<int64_t>(t.nbytes);
+  };
+  for (const auto& [name, t] : text->all())
+    put(name.rfind("mtp.", 0) == 0 ? b : a, name.rfind("mtp.", 0) == 0 ? "model-00002-of-00002.safetensors"
+                                                                       : "model-00001-of-00002.safetensors", *t);
+  for (const auto& [name, t] : mm->all())
+    if (name.rfind("model.visual.", 0) == 0) put(b, "model-00002-of-00002.safetensors", *t);
+  a.add_metadata("format", "pt");
+  b.add_metadata("format", "pt");
+  a.write((d / "model-00001-of-00002.safetensors").string());
+  b.write((d / "model-00002-of-00002.safetensors").string());
+  std::ofstream(d / "model.safetensors.index.json")
+      << nlohmann::json{{"metadata", {{"total_size", total}}}, {"weight_map", map}}.dump(1);
+  nlohmann::json cfg = nlohmann::json::parse(std::ifstream(mm_fixture("mm-s1/config.json")));
+  cfg.erase("quantization_config");
+  std::ofstream(d / "config.json") << cfg.dump(2);
+  fs::copy_file(mm_fixture("mm-s1/preprocessor_config.json"), d / "preprocessor_config.json");
+}
+
+// Vision and MTP are copied unchanged (byte for byte) from a sharded original, and
+// `qinfer inspect` gives the output the census of the mission-layout mm-s1 fixture.
+TEST(QuantizeCli, ShardedOriginalWithVisionKeepsVisionAndMtpAndSameCensus) {
+  const fs::path d = temp_dir() / "vision";
+  fs::remove_all(d);
+  write_vision_original(d / "bf16");
+  ShRun q = sh(bin() + " quantize --model " + (d / "bf16").string() + " --calibration " +
+               data("tiny_calibration.jsonl") + " --samples 8 --seq-len 64 --out " + (d / "q").string());
+  ASSERT_EQ(q.code, 0) << q.out;
+  EXPECT_NE(q.out.find("quantized 384 modules"), std::string::npos) << q.out;
+  EXPECT_EQ(census((d / "q").string()), census(mm_fixture("mm-s1")));
+  EXPECT_EQ(read_file((d / "q" / "preprocessor_config.json").string()),
+            read_file(mm_fixture("mm-s1/preprocessor_config.json")));
+  auto in = Checkpoint::open((d / "bf16").string());
+  auto out = Checkpoint::open((d / "q").string());
+  int copied = 0;
+  for (const auto& [name, t] : in->all()) {
+    if (name.rfind("model.visual.", 0) != 0 && name.rfind("mtp.", 0) != 0) continue;
+    const TensorInfo* o = out->find(name);
+    ASSERT_NE(o, nullptr) << name;
+    EXPECT_EQ(o->dtype, t->dtype) << name;
+    EXPECT_EQ(o->shape, t->shape) << name;
+    EXPECT_TRUE(o->nbytes == t->nbytes && std::equal(t->data, t->data + t->nbytes, o->data)) << name;
+    ++copied;
+  }
+  EXPECT_EQ(copied, 45 + 19);
   fs::remove_all(d);
 }
 

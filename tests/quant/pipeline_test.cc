@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -13,6 +14,8 @@
 #include <set>
 
 #include "io/checkpoint.h"
+#include "io/gptq.h"
+#include "model/linear.h"
 #include "model/model.h"
 #include "quant/activation_store.h"
 #include "quant/calibration.h"
@@ -250,6 +253,79 @@ TEST(Quantize, TinyFixtureHasTheMissionLayoutAndBeatsRtn) {
   for (float v : logits) ASSERT_TRUE(std::isfinite(v));
 }
 
+// The stored int32/f16 words of one tensor of a checkpoint.
+template <typename T>
+std::vector<T> words(const Checkpoint& ck, const std::string& name) {
+  const TensorInfo& t = ck.get(name);
+  std::vector<T> v(t.nbytes / sizeof(T));
+  std::memcpy(v.data(), t.data, t.nbytes);
+  return v;
+}
+
+// A token-count threshold between the experts' counts: the experts below it are
+// rounded to nearest from their original weights (no Hessian), all three of their
+// projections, and counted; the rest get GPTQ. The progress callback advances
+// through the calibration passes as well as the modules and ends at its total.
+TEST(Quantize, FailsafeRtnForExpertsBelowTheThreshold) {
+  const fs::path d = temp_dir("failsafe");
+  QuantizeOptions o = tiny_options("qwen35moe-tiny-s1/bf16", d, 8, 64);
+  o.failsafe = "110";   // 512 tokens, top 4 of 16 experts: 128 rows per expert on average
+  std::vector<std::pair<double, double>> updates;
+  o.on_progress = [&](double done, double total) { updates.emplace_back(done, total); };
+  const QuantizeReport r = quantize_checkpoint(o);
+  ASSERT_EQ(r.calibration_tokens, 512);
+  EXPECT_DOUBLE_EQ(r.failsafe_threshold, 110.0);
+  std::map<std::pair<int, int>, std::set<bool>> per_expert;   // (layer, expert) -> failsafe flags
+  int64_t failsafe = 0;
+  for (const auto& m : r.modules) {
+    EXPECT_EQ(m.failsafe, m.tokens < 110) << m.layer << " " << m.expert << " " << m.proj << " " << m.tokens;
+    per_expert[{m.layer, m.expert}].insert(m.failsafe);
+    failsafe += m.failsafe;
+  }
+  EXPECT_EQ(failsafe, r.failsafe_modules);
+  ASSERT_GT(r.failsafe_modules, 0) << "the threshold must split the experts";
+  ASSERT_LT(r.failsafe_modules, r.quantized_modules) << "the threshold must split the experts";
+  EXPECT_EQ(r.failsafe_modules % 3, 0);
+  for (const auto& [key, flags] : per_expert) EXPECT_EQ(flags.size(), 1u) << "all projections of an expert agree";
+
+  // Failsafe modules hold exactly RTN of the original BF16 weights; GPTQ ones differ from it.
+  auto src = Checkpoint::open(o.model_dir);
+  auto out = Checkpoint::open(o.out_dir);
+  const int64_t H = 64, I = 32;
+  int checked_rtn = 0, checked_gptq = 0;
+  for (const auto& m : r.modules) {
+    if (m.proj != "gate_proj" && m.proj != "down_proj") continue;
+    const std::string ep = "model.language_model.layers." + std::to_string(m.layer) + ".mlp.experts.";
+    const bool down = m.proj == "down_proj";
+    const TensorInfo& t = src->get(ep + (down ? "down_proj" : "gate_up_proj"));
+    const int64_t N = down ? H : I, K = down ? I : H;
+    std::vector<float> w(static_cast<size_t>(N * K));
+    model::to_f32(t.dtype, t.data + m.expert * (down ? H * I : 2 * I * H) * 2, N * K, w.data());
+    const GptqPacked p = pack_gptq(quantize_rtn(w.data(), N, K, o.spec).w, false);
+    const std::string mod = ep + std::to_string(m.expert) + "." + m.proj;
+    const bool same = words<int32_t>(*out, mod + ".qweight") == p.qweight &&
+                      words<uint16_t>(*out, mod + ".scales") == p.scales_f16;
+    EXPECT_EQ(same, m.failsafe) << mod;
+    (m.failsafe ? checked_rtn : checked_gptq)++;
+  }
+  EXPECT_GT(checked_rtn, 0);
+  EXPECT_GT(checked_gptq, 0);
+  nlohmann::json qc = nlohmann::json::parse(std::ifstream(fs::path(o.out_dir) / "quantize_config.json"));
+  EXPECT_EQ(qc["meta"]["qinfer"]["failsafe_modules"], r.failsafe_modules);
+  EXPECT_EQ(qc["meta"]["failsafe"]["threshold"], "110");
+  EXPECT_EQ(qc["meta"]["failsafe"]["strategy"], "rtn");
+
+  ASSERT_FALSE(updates.empty());
+  for (size_t i = 1; i < updates.size(); ++i) {
+    EXPECT_GE(updates[i].first, updates[i - 1].first) << i;
+    EXPECT_EQ(updates[i].second, updates[0].second);
+  }
+  EXPECT_DOUBLE_EQ(updates.back().first, updates.back().second);
+  // One update per expert and subset (gate+up, down) and one per calibration batch:
+  // the 512 tokens are one batch, 2 Hessian passes per layer and 7 replays.
+  EXPECT_EQ(updates.size(), static_cast<size_t>(8 * 16 * 2 + 8 * 2 + 7));
+}
+
 TEST(Quantize, BadInputsAreClearErrors) {
   const fs::path d = temp_dir("bad");
   QuantizeOptions o = tiny_options("qwen35moe-tiny-s1/gptq", d, 4, 64);
@@ -264,6 +340,13 @@ TEST(Quantize, BadInputsAreClearErrors) {
   fs::create_directories(o.out_dir);
   o.calibration.files = {data("tiny_calibration.jsonl")};
   EXPECT_NE(error_of([&] { quantize_checkpoint(o); }).find("already exists"), std::string::npos);
+  fs::remove_all(o.out_dir);
+  o.failsafe = "lots";
+  EXPECT_NE(error_of([&] { quantize_checkpoint(o); }).find("--failsafe-rtn 'lots'"), std::string::npos);
+  o.failsafe = "0.5%";
+  o.layers = 0;
+  EXPECT_NE(error_of([&] { quantize_checkpoint(o); }).find("--layers 0"), std::string::npos);
+  EXPECT_FALSE(fs::exists(o.out_dir));
   for (const auto& e : fs::directory_iterator(d)) EXPECT_NE(e.path().filename().string().find("partial"), 0u);
 }
 
