@@ -159,6 +159,25 @@ TEST(HessianInverse, DampLadderOnIndefiniteMatrix) {
   EXPECT_FALSE(inverse_hessian_factor(bad, 2, s, &U, &damp));
 }
 
+TEST(HessianInverse, DiagonalFloorWhenNoDampWorks) {
+  // diag (1, -0.9), mean 0.05: no damp below 1 makes it positive. The first floor
+  // round (f = 1e-6 · max|diag|) sets the diagonal to max(d + f, f) = (1 + 1e-6, 1e-6),
+  // and the ladder then succeeds at its first damp on the floored diagonal's mean.
+  std::vector<double> H = {1.0, 0.0, 0.0, -0.9};
+  QuantSpec s;
+  std::vector<float> U;
+  double damp = 0;
+  ASSERT_TRUE(inverse_hessian_factor(H, 2, s, &U, &damp));
+  EXPECT_DOUBLE_EQ(damp, 0.05);
+  const double mean = (1.0 + 1e-6 + 1e-6) / 2;
+  EXPECT_NEAR(U[3] * U[3], 1.0 / (1e-6 + 0.05 * mean), 1e-4 / (1e-6 + 0.05 * mean));
+  EXPECT_NEAR(U[0] * U[0], 1.0 / (1.0 + 1e-6 + 0.05 * mean), 1e-6);
+  // Without damp increments the ladder stops at its first damp, the floors still apply.
+  s.damp_auto_increment = 0.0;
+  ASSERT_TRUE(inverse_hessian_factor(H, 2, s, &U, &damp));
+  EXPECT_DOUBLE_EQ(damp, 0.05);
+}
+
 // The GPTQ column loop written out plainly in double: the full inverse Hessian,
 // each column's error spread over every later column at once (no blocks), and
 // the group parameters taken from the weights as they stood at the start of

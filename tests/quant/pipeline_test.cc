@@ -21,6 +21,7 @@
 #include "quant/calibration.h"
 #include "quant/quantizer.h"
 #include "quant/shard_writer.h"
+#include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
 namespace qinfer::quant {
@@ -151,11 +152,10 @@ TEST(Calibration, JsonlIdsRoundRobinCutAndDropped) {
   EXPECT_NE(error_of([&] { load_calibration(o); }).find("missing.jsonl: cannot open"), std::string::npos);
 }
 
-// Text, JSONL text and chat messages need the real tokenizer: only where the
-// shared data folder is present.
+// Text, JSONL text and chat messages with the real tokenizer and chat template
+// (the copy in assets/, which the demo model uses too).
 TEST(Calibration, TextAndChatWithTheRealTokenizer) {
-  const std::string tok = std::string(QINFER_SHARED_DIR) + "/data/tokenizer/qwen3.5";
-  if (!fs::exists(tok + "/tokenizer.json")) GTEST_SKIP() << "no shared tokenizer";
+  const std::string tok = std::string(QINFER_SOURCE_DIR) + "/assets/tokenizer/qwen3.5";
   const fs::path d = temp_dir("calib_text");
   write_file(d / "chat.jsonl",
              "{\"messages\": [{\"role\": \"user\", \"content\": \"Write a function that adds two numbers.\"}, "
@@ -170,8 +170,21 @@ TEST(Calibration, TextAndChatWithTheRealTokenizer) {
   ASSERT_EQ(s.samples.size(), 6u);
   EXPECT_EQ(s.samples_per_file[2], 1);
   EXPECT_EQ(s.samples[0].size(), 64u);
-  // The chat sample starts with <|im_start|> (248045), rendered by the template.
+  // The chat sample starts with <|im_start|> (248045), rendered by the template, and
+  // holds both turns, the assistant's answer included.
   EXPECT_EQ(s.samples[2].front(), 248045);
+  const Tokenizer tk = Tokenizer::load(tok);
+  const std::string chat = tk.decode(s.samples[2]);
+  EXPECT_NE(chat.find("<|im_start|>user\nWrite a function that adds two numbers.<|im_end|>\n<|im_start|>assistant\n"),
+            std::string::npos) << chat;
+  EXPECT_NE(chat.find("def add(a, b):\n    return a + b<|im_end|>"), std::string::npos) << chat;
+  // A JSONL "text" sample is the tokenizer's encoding of that text, cut to --seq-len.
+  std::ifstream c4(data("c4_slice.jsonl"));
+  std::string line;
+  std::getline(c4, line);
+  std::vector<int> want = tk.encode(nlohmann::json::parse(line)["text"].get<std::string>(), false);
+  want.resize(64);
+  EXPECT_EQ(s.samples[0], want);
 }
 
 TEST(Failsafe, Threshold) {
