@@ -144,38 +144,38 @@ TEST(HessianInverse, UpperFactorOfDampedInverse) {
     }
 }
 
+// The damp that factors a 2x2 matrix (U filled), or -1 when none does.
+double damp_of_2x2(const std::vector<double>& H, const QuantSpec& s, std::vector<float>* U) {
+  double damp = 0;
+  return inverse_hessian_factor(H, 2, s, U, &damp) ? damp : -1.0;
+}
+
 TEST(HessianInverse, DampLadderOnIndefiniteMatrix) {
   // diag (1, -0.1), mean 0.45: positive only from damp > 0.2222 on.
-  std::vector<double> H = {1.0, 0.0, 0.0, -0.1};
   QuantSpec s;
   std::vector<float> U;
-  double damp = 0;
-  ASSERT_TRUE(inverse_hessian_factor(H, 2, s, &U, &damp));
-  EXPECT_NEAR(damp, 0.23, 1e-9);
+  const double damp = damp_of_2x2({1.0, 0.0, 0.0, -0.1}, s, &U);
+  ASSERT_NEAR(damp, 0.23, 1e-9);
   EXPECT_NEAR(U[3] * U[3], 1.0 / (-0.1 + damp * 0.45), 1e-4);
   // Without the ladder the floor rounds do not reach a negative diagonal... but a
   // matrix with a NaN never factors: the caller then rounds without feedback.
-  std::vector<double> bad = {NAN, 0.0, 0.0, 1.0};
-  EXPECT_FALSE(inverse_hessian_factor(bad, 2, s, &U, &damp));
+  EXPECT_EQ(damp_of_2x2({NAN, 0.0, 0.0, 1.0}, s, &U), -1.0);
 }
 
 TEST(HessianInverse, DiagonalFloorWhenNoDampWorks) {
   // diag (1, -0.9), mean 0.05: no damp below 1 makes it positive. The first floor
   // round (f = 1e-6 · max|diag|) sets the diagonal to max(d + f, f) = (1 + 1e-6, 1e-6),
   // and the ladder then succeeds at its first damp on the floored diagonal's mean.
-  std::vector<double> H = {1.0, 0.0, 0.0, -0.9};
+  const std::vector<double> H = {1.0, 0.0, 0.0, -0.9};
   QuantSpec s;
   std::vector<float> U;
-  double damp = 0;
-  ASSERT_TRUE(inverse_hessian_factor(H, 2, s, &U, &damp));
-  EXPECT_DOUBLE_EQ(damp, 0.05);
+  ASSERT_DOUBLE_EQ(damp_of_2x2(H, s, &U), 0.05);
   const double mean = (1.0 + 1e-6 + 1e-6) / 2;
   EXPECT_NEAR(U[3] * U[3], 1.0 / (1e-6 + 0.05 * mean), 1e-4 / (1e-6 + 0.05 * mean));
   EXPECT_NEAR(U[0] * U[0], 1.0 / (1.0 + 1e-6 + 0.05 * mean), 1e-6);
   // Without damp increments the ladder stops at its first damp, the floors still apply.
   s.damp_auto_increment = 0.0;
-  ASSERT_TRUE(inverse_hessian_factor(H, 2, s, &U, &damp));
-  EXPECT_DOUBLE_EQ(damp, 0.05);
+  EXPECT_DOUBLE_EQ(damp_of_2x2(H, s, &U), 0.05);
 }
 
 // The GPTQ column loop written out plainly in double: the full inverse Hessian,
