@@ -110,6 +110,9 @@ int cmd_quantize(int argc, char** argv) {
               static_cast<long long>(r.skipped_modules), static_cast<long long>(r.samples),
               static_cast<long long>(r.calibration_tokens), r.failsafe_threshold,
               static_cast<long long>(r.bytes_written), o.out_dir.c_str(), r.seconds);
+  if (r.no_inverse_modules > 0)
+    std::printf("%lld modules had no inverse Hessian and were rounded without error feedback (see the warnings)\n",
+                static_cast<long long>(r.no_inverse_modules));
   return 0;
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -181,9 +182,18 @@ nlohmann::json quantization_config(const QuantizeOptions& opt, const QuantizeRep
           {"method", "gptq"},       {"pack_dtype", "int32"},    {"quant_method", "gptq"}, {"sym", s.sym}};
 }
 
-std::vector<float> expert_rows(const TensorInfo& t, int64_t offset_elems, int64_t n) {
+// One projection of one expert ([rows][cols] from element offset_elems of the fused
+// tensor t) in fp32; a NaN or Inf weight is an error naming the tensor, expert and
+// position (GPTQ would spread it over the whole row and write garbage codes).
+std::vector<float> expert_rows(const TensorInfo& t, int64_t offset_elems, int64_t rows, int64_t cols, int64_t expert,
+                               const char* proj) {
+  const int64_t n = rows * cols;
   std::vector<float> w(static_cast<size_t>(n));
   model::to_f32(t.dtype, t.data + offset_elems * static_cast<int64_t>(dtype_size(t.dtype)), n, w.data());
+  for (int64_t i = 0; i < n; ++i)
+    if (!std::isfinite(w[i]))
+      fail(t.file, ": tensor ", t.name, ": expert ", expert, " ", proj, " has a non-finite weight (", w[i], ") at row ",
+           i / cols, ", column ", i % cols, ": quantize needs finite weights");
   return w;
 }
 
@@ -348,6 +358,11 @@ QuantizeReport quantize_checkpoint(const QuantizeOptions& opt) {
         rep.modules.push_back(m);
         ++rep.quantized_modules;
         if (q.failsafe) ++rep.failsafe_modules;
+        if (q.no_inverse) {
+          ++rep.no_inverse_modules;
+          log_warn(ep, e, ".", proj, ": the damped Hessian of its ", n, " calibration rows never factored (NaN or Inf "
+                   "activations?): rounded without GPTQ's error feedback");
+        }
       };
       // Subset 1: gate_proj and up_proj of every expert (same inputs, one Hessian).
       for (int64_t e0 = 0; e0 < E; e0 += static_cast<int64_t>(per_chunk)) {
@@ -383,8 +398,8 @@ QuantizeReport quantize_checkpoint(const QuantizeOptions& opt) {
             advance(2 * wm.gate_up_module + wm.down_module);
             continue;
           }
-          const std::vector<float> Wg = expert_rows(gu, e * 2 * I * H, I * H);
-          const std::vector<float> Wu = expert_rows(gu, e * 2 * I * H + I * H, I * H);
+          const std::vector<float> Wg = expert_rows(gu, e * 2 * I * H, I, H, e, "gate_proj");
+          const std::vector<float> Wu = expert_rows(gu, e * 2 * I * H + I * H, I, H, e, "up_proj");
           const bool rtn = threshold >= 0 && static_cast<double>(n) < threshold;
           Quantized qg, qu;
           double eg = -1, eu = -1, rg = -1, ru = -1;
@@ -435,7 +450,7 @@ QuantizeReport quantize_checkpoint(const QuantizeOptions& opt) {
           if (keep_bf16[e]) continue;
           const int64_t n = hs.rows(e);
           const std::string m = ep + std::to_string(e) + ".";
-          const std::vector<float> Wd = expert_rows(dn, e * H * I, H * I);
+          const std::vector<float> Wd = expert_rows(dn, e * H * I, H, I, e, "down_proj");
           const bool rtn = threshold >= 0 && static_cast<double>(n) < threshold;
           Quantized qd;
           double ed = -1, rd = -1;

@@ -63,6 +63,7 @@ struct PhaseSeconds {
 struct QuantizeReport {
   std::vector<ModuleReport> modules;
   int64_t quantized_modules = 0, failsafe_modules = 0, skipped_modules = 0;
+  int64_t no_inverse_modules = 0;        // GPTQ modules whose Hessian never factored (plain rounding)
   int64_t samples = 0, calibration_tokens = 0;
   double failsafe_threshold = 0;         // in tokens
   int64_t bytes_written = 0;

@@ -15,6 +15,7 @@
 
 #include "io/checkpoint.h"
 #include "io/gptq.h"
+#include "io/safetensors.h"
 #include "model/linear.h"
 #include "model/model.h"
 #include "quant/activation_store.h"
@@ -150,6 +151,14 @@ TEST(Calibration, JsonlIdsRoundRobinCutAndDropped) {
   EXPECT_NE(error_of([&] { load_calibration(o); }).find("junk.jsonl:1: a calibration line needs"), std::string::npos);
   o.files = {(d / "missing.jsonl").string()};
   EXPECT_NE(error_of([&] { load_calibration(o); }).find("missing.jsonl: cannot open"), std::string::npos);
+  // A .json file (an array, say) and a binary file are refused, not read as text.
+  write_file(d / "data.json", "[{\"text\": \"hello world\"}]");
+  o.files = {(d / "data.json").string()};
+  EXPECT_NE(error_of([&] { load_calibration(o); }).find("data.json: a .json file is not read as calibration data"),
+            std::string::npos);
+  write_file(d / "data.txt.gz", std::string("\x1f\x8b\x08\0\0\0\0\0", 8) + "rest");
+  o.files = {(d / "data.txt.gz").string()};
+  EXPECT_NE(error_of([&] { load_calibration(o); }).find("data.txt.gz: not a text file"), std::string::npos);
 }
 
 // Text, JSONL text and chat messages with the real tokenizer and chat template
@@ -361,6 +370,34 @@ TEST(Quantize, BadInputsAreClearErrors) {
   EXPECT_NE(error_of([&] { quantize_checkpoint(o); }).find("--layers 0"), std::string::npos);
   EXPECT_FALSE(fs::exists(o.out_dir));
   for (const auto& e : fs::directory_iterator(d)) EXPECT_NE(e.path().filename().string().find("partial"), 0u);
+}
+
+// A NaN in one expert's BF16 weights is an error naming the tensor, expert and
+// position, and no output folder is left.
+TEST(Quantize, NonFiniteExpertWeightIsAnError) {
+  const fs::path d = temp_dir("nan");
+  auto src = Checkpoint::open(fixture("qwen35moe-tiny-s1/bf16"));
+  SafetensorsWriter w;
+  const std::string bad = "model.language_model.layers.2.mlp.experts.down_proj";
+  for (const auto& [name, t] : src->all()) {
+    std::vector<uint8_t> bytes(t->data, t->data + t->nbytes);
+    if (name == bad) {   // expert 5, row 3, column 7 of its [64, 32] down_proj: BF16 NaN 0x7fc0
+      const size_t at = 2 * (5 * 64 * 32 + 3 * 32 + 7);
+      bytes[at] = 0xc0;
+      bytes[at + 1] = 0x7f;
+    }
+    w.add(name, t->dtype, t->shape, std::move(bytes));
+  }
+  w.add_metadata("format", "pt");
+  fs::create_directories(d / "model");
+  w.write((d / "model" / "model.safetensors").string());
+  fs::copy_file(fixture("qwen35moe-tiny-s1/bf16/config.json"), d / "model" / "config.json");
+  QuantizeOptions o = tiny_options("qwen35moe-tiny-s1/bf16", d, 4, 64);
+  o.model_dir = (d / "model").string();
+  const std::string err = error_of([&] { quantize_checkpoint(o); });
+  EXPECT_NE(err.find("tensor " + bad + ": expert 5 down_proj has a non-finite weight (nan) at row 3, column 7"),
+            std::string::npos) << err;
+  for (const auto& e : fs::directory_iterator(d)) EXPECT_EQ(e.path().filename(), "model") << "no output, no partial";
 }
 
 TEST(Quantize, CancelStopsAndRemovesTheTemporaryFolder) {
