@@ -372,6 +372,47 @@ TEST(Quantize, BadInputsAreClearErrors) {
   for (const auto& e : fs::directory_iterator(d)) EXPECT_NE(e.path().filename().string().find("partial"), 0u);
 }
 
+// Without the failsafe, experts the router never sent a token to stay BF16 (their
+// slices of the fused tensors, byte for byte, as per-expert .weight tensors) with a
+// "-:" dynamic rule each, as GPTQModel does; qinfer loads the mixed result.
+TEST(Quantize, FailsafeOffLeavesUnroutedExpertsBf16) {
+  const fs::path d = temp_dir("unrouted");
+  QuantizeOptions o = tiny_options("qwen35moe-tiny-s1/bf16", d, 1, 11);   // 11 tokens: 44 routings per layer
+  o.failsafe = "off";
+  const QuantizeReport r = quantize_checkpoint(o);
+  ASSERT_GT(r.skipped_modules, 0);
+  EXPECT_EQ(r.skipped_modules % 3, 0);
+  EXPECT_EQ(r.failsafe_modules, 0);
+  EXPECT_EQ(r.quantized_modules + r.skipped_modules, 8 * 16 * 3);
+  nlohmann::json qc = nlohmann::json::parse(std::ifstream(fs::path(o.out_dir) / "quantize_config.json"));
+  EXPECT_TRUE(qc["meta"]["failsafe"].is_null());
+  auto src = Checkpoint::open(o.model_dir);
+  auto out = Checkpoint::open(o.out_dir);
+  const int64_t H = 64, I = 32;
+  for (const auto& m : r.modules) {
+    if (!m.skipped) continue;
+    EXPECT_EQ(m.tokens, 0);
+    const std::string ep = "model.language_model.layers." + std::to_string(m.layer) + ".mlp.experts.";
+    const std::string mod = ep + std::to_string(m.expert) + "." + m.proj;
+    std::string rule = "-:";
+    for (char c : mod) rule += c == '.' ? std::string("\\.") : std::string(1, c);
+    EXPECT_TRUE(qc["dynamic"].contains(rule)) << rule;
+    EXPECT_FALSE(out->has(mod + ".qweight")) << mod;
+    const TensorInfo& w = out->get(mod + ".weight");
+    const bool down = m.proj == "down_proj";
+    EXPECT_EQ(w.shape, (down ? std::vector<int64_t>{H, I} : std::vector<int64_t>{I, H}));
+    const TensorInfo& f = src->get(ep + (down ? "down_proj" : "gate_up_proj"));
+    const size_t off = 2 * static_cast<size_t>(down ? m.expert * H * I : m.expert * 2 * I * H + (m.proj == "up_proj" ? I * H : 0));
+    EXPECT_TRUE(w.nbytes == static_cast<size_t>(2 * H * I) && std::equal(w.data, w.data + w.nbytes, f.data + off)) << mod;
+  }
+  auto model = Model::load(o.out_dir);
+  auto st = model->new_sequence();
+  std::vector<int> ids = {1, 2, 3, 4};
+  std::vector<float> logits(512);
+  model->forward({{st.get(), ids.data(), 4, logits.data(), false}});
+  for (float v : logits) ASSERT_TRUE(std::isfinite(v));
+}
+
 // A NaN in one expert's BF16 weights is an error naming the tensor, expert and
 // position, and no output folder is left.
 TEST(Quantize, NonFiniteExpertWeightIsAnError) {
