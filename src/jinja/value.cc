@@ -1,5 +1,6 @@
 #include "jinja/value.h"
 
+#include <algorithm>
 #include <cmath>
 #include <unordered_map>
 
@@ -337,6 +338,8 @@ static void copy_marks(const Json& src, const Json& dst, const TupleMarks& marks
 
 Value Value::adopt(Json tree, const std::vector<const Value*>& sources, bool tuple) {
   Value out(std::move(tree));
+  bool any = tuple || std::any_of(sources.begin(), sources.end(), [](const Value* v) { return v->tuples_ != nullptr; });
+  if (!any) return out;  // the common case: no tuple anywhere
   auto marks = std::make_shared<TupleMarks>();
   if (tuple) marks->insert(out.node_);
   auto d = out.node_->begin();
@@ -344,19 +347,15 @@ Value Value::adopt(Json tree, const std::vector<const Value*>& sources, bool tup
     if (src->tuples_ && src->is_json()) copy_marks(*src->node_, *d, *src->tuples_, *marks);
     ++d;
   }
-  if (!marks->empty()) out.tuples_ = std::move(marks);
+  out.tuples_ = std::move(marks);
   return out;
-}
-
-static Json element_json(const Value& v, const char* what) {
-  return v.is_undefined() ? Json(nullptr) : v.to_json(what);  // Python keeps the Undefined; closest JSON stand-in
 }
 
 Value make_list(const std::vector<Value>& items, const char* what, bool tuple) {
   Json arr = Json::array();
   std::vector<const Value*> sources;
   for (const auto& it : items) {
-    arr.push_back(element_json(it, what));
+    arr.push_back(it.is_undefined() ? Json(nullptr) : it.to_json(what));  // Python keeps the Undefined; closest JSON stand-in
     sources.push_back(&it);
   }
   return Value::adopt(std::move(arr), sources, tuple);
