@@ -52,14 +52,15 @@ std::vector<OptionSpec> generation_option_specs() {
   return {{"model", true}, {"temperature", true}, {"top-p", true}, {"top-k", true}, {"min-p", true},
           {"repetition-penalty", true}, {"presence-penalty", true}, {"frequency-penalty", true},
           {"seed", true}, {"stop", true, true}, {"max-tokens", true}, {"threads", true}, {"dense", true},
-          {"ignore-eos", false}, {"help", false}};
+          {"ignore-eos", false}, {"help", false}, {"speculative-config", true}};
 }
 
 const char* generation_flags_help() {
   return "  --temperature T (0 = greedy)  --top-p P  --top-k K  --min-p P\n"
          "  --repetition-penalty R  --presence-penalty P  --frequency-penalty F\n"
          "  --seed S  --stop STR (repeatable)  --max-tokens N  --ignore-eos\n"
-         "  --threads N  --dense bf16|int8\n";
+         "  --threads N  --dense bf16|int8\n"
+         "  --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":K}'  (MTP drafting, K 1..4)\n";
 }
 
 engine::GenParams gen_params_from_args(const Args& a, double default_temperature) {
@@ -117,6 +118,7 @@ engine::EngineOptions engine_options_from_args(const Args& a) {
   LoadOptions lo = load_options_from_args(a);
   o.load.threads = lo.threads;
   o.load.dense_int8 = lo.dense_int8;
+  if (a.has("speculative-config")) o.spec = engine::parse_speculative_config(a.get("speculative-config"));
   return o;
 }
 
