@@ -39,6 +39,7 @@ struct Engine::Seq {
   vision::MmPrompt mm;
   std::vector<float> image_embeds;
   std::vector<const float*> embed_rows;
+  PrefixSeq prefix;                   // prefix caching: keys, tokens, saved states
 };
 
 namespace {
@@ -98,6 +99,7 @@ Engine::Engine(std::unique_ptr<ModelRunner> model, std::unique_ptr<Tokenizer> to
   }
   std::sort(eos_ids_.begin(), eos_ids_.end());
   eos_ids_.erase(std::unique(eos_ids_.begin(), eos_ids_.end()), eos_ids_.end());
+  prefix_setup();
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -191,6 +193,11 @@ std::shared_ptr<RequestStream> Engine::submit(std::vector<int> prompt, const Gen
   if (has_images) {
     s->has_images = true;
     s->mm = std::move(mm);
+    for (size_t i = 0; i < params.images->size() && i < s->mm.image_ranges.size(); ++i) {
+      const auto& im = (*params.images)[i];
+      s->prefix.images.push_back({s->mm.image_ranges[i].first, s->mm.image_ranges[i].second,
+                                  image_content_hash(im.grid_t, im.grid_h, im.grid_w, im.pixel_values)});
+    }
   }
   auto stream = s->stream;
   {
@@ -216,6 +223,7 @@ GenResult Engine::generate(const std::vector<int>& prompt, const GenParams& para
     }
     r.text += ev.text;
     r.prompt_tokens = ev.prompt_tokens;   // the expanded length when there are images
+    r.cached_tokens = ev.cached_tokens;
     r.completion_tokens = ev.completion_tokens;
     if (ev.time_to_first_token >= 0) r.time_to_first_token = ev.time_to_first_token;
     if (on_event && !on_event(ev)) stream->cancel();
@@ -250,6 +258,7 @@ void Engine::finish_seq(Seq& s, FinishReason r, const std::string& stop_str, int
                         const std::string& error) {
   if (s.done) return;
   s.done = true;
+  if (r != FinishReason::kError) prefix_at_finish(s);
   s.state.reset();  // frees the caches now
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -315,7 +324,7 @@ void Engine::step(std::vector<std::unique_ptr<Seq>>& active) {
   steps.reserve(active.size());
   for (auto& s : active) {
     if (!s->state) {
-      s->state = model_->new_sequence();
+      prefix_admit(*s);   // a new sequence, or one resumed from the longest cached prefix
       s->logits.assign(static_cast<size_t>(vocab_), 0.f);
     }
   }
@@ -335,7 +344,7 @@ void Engine::step(std::vector<std::unique_ptr<Seq>>& active) {
     int64_t remain = static_cast<int64_t>(s->prompt.size()) - s->prefilled;
     if (remain <= 0 || s->done) continue;
     if (budget <= 0) break;
-    int64_t n = std::min(remain, budget);
+    int64_t n = std::min({remain, budget, prefix_cut(*s) - s->prefilled});
     steps.push_back({s->state.get(), s->prompt.data() + s->prefilled, n, s->logits.data()});
     if (s->has_images) {
       steps.back().embed_rows = s->embed_rows.data() + s->prefilled;
@@ -368,8 +377,13 @@ void Engine::step(std::vector<std::unique_ptr<Seq>>& active) {
     if (!ok[i]) continue;
     Seq& s = *owners[i];
     if (s.prefilled < static_cast<int64_t>(s.prompt.size())) s.prefilled += steps[i].n_tokens;
-    if (!samples[i] || s.done) continue;
+    if (!samples[i] || s.done) {
+      prefix_after_step(s);
+      continue;
+    }
     try {
+      // Before sampling: a token that ends the request saves the state at once.
+      prefix_after_step(s);
       process_token(s, s.logits.data());
       ++generated;
     } catch (const std::exception& e) {
@@ -381,6 +395,12 @@ void Engine::step(std::vector<std::unique_ptr<Seq>>& active) {
   stats_.prompt_tokens += prefill_tokens;
   stats_.generation_tokens += generated;
   stats_.busy_seconds += now_seconds() - t0;
+  if (prefix_) {
+    const PrefixCacheStats ps = prefix_->stats();
+    stats_.prefix_cache_bytes = static_cast<int64_t>(ps.bytes);
+    stats_.prefix_cache_blocks = ps.entries;
+    stats_.prefix_cache_states = ps.states;
+  }
 }
 
 void Engine::encode_pending_images(std::vector<std::unique_ptr<Seq>>& active) {
@@ -388,6 +408,11 @@ void Engine::encode_pending_images(std::vector<std::unique_ptr<Seq>>& active) {
   // preprocessed patches are dropped afterwards (the embeddings are all prefill needs).
   for (auto& s : active) {
     if (!s->has_images || s->done || !s->embed_rows.empty()) continue;
+    if (s->prefilled >= s->mm.image_ranges.back().second) {   // every image inside the cached prefix
+      s->embed_rows.assign(s->prompt.size(), nullptr);
+      s->params.images.reset();
+      continue;
+    }
     try {
       std::vector<const vision::ImagePatches*> ptrs;
       for (const auto& im : *s->params.images) ptrs.push_back(&im);
@@ -409,12 +434,130 @@ void Engine::encode_pending_images(std::vector<std::unique_ptr<Seq>>& active) {
   }
 }
 
+// ---- prefix caching (engine/prefix_cache.h) ----
+
+void Engine::prefix_setup() {
+  if (!opts_.enable_prefix_caching) return;
+  const int64_t B = model_->prefix_block_tokens();
+  if (B <= 0) return;   // a runner that cannot save state (test fakes)
+  if (opts_.prefix_snapshot_blocks < 1) fail("prefix_snapshot_blocks must be >= 1, got ", opts_.prefix_snapshot_blocks);
+  size_t budget;
+  if (opts_.prefix_cache_gb >= 0) {
+    budget = static_cast<size_t>(opts_.prefix_cache_gb * double(size_t{1} << 30));
+  } else {
+    const size_t avail = mem_available_bytes();
+    budget = avail > 0 ? avail / 4 : size_t{4} << 30;
+  }
+  prefix_ = std::make_unique<PrefixCache>(budget, B);
+  const double mib = double(size_t{1} << 20);
+  log_info("prefix caching: budget ", budget / double(size_t{1} << 30), " GiB", opts_.prefix_cache_gb >= 0 ? "" :
+           " (a quarter of MemAvailable; --prefix-cache-gb sets it)", "; per ", B, "-token block ",
+           model_->saved_block_bytes() / mib, " MiB of attention KV, per DeltaNet state snapshot ",
+           model_->saved_state_bytes() / mib, " MiB");
+}
+
+void Engine::prefix_admit(Seq& s) {
+  const int64_t len = static_cast<int64_t>(s.prompt.size());
+  if (!prefix_) {
+    s.state = model_->new_sequence();
+    return;
+  }
+  const int64_t B = prefix_->block_tokens();
+  PrefixSeq& p = s.prefix;
+  p.tokens = s.prompt;
+  p.extend_keys(len, B);
+  // At least one prompt token is computed: its logits give the first sampled token.
+  PrefixCache::Hit hit = prefix_->lookup(p.keys, p.extras, p.tokens.data(), (len - 1) / B);
+  if (hit.blocks > 0) {
+    try {
+      s.state = model_->restore(hit.kv, hit.state);
+      s.prefilled = p.cached = p.state_saved_at = hit.blocks * B;
+    } catch (const std::exception& e) {
+      log_warn("prefix cache: restoring ", hit.blocks * B, " tokens failed (", e.what(), "); prefilling in full");
+      s.prefilled = p.cached = p.state_saved_at = 0;
+    }
+  }
+  if (!s.state) s.state = model_->new_sequence();
+  s.stream->set_cached_tokens(p.cached);
+  log_info("prefix cache: ", p.cached, " of ", len, " prompt tokens cached");
+  std::lock_guard<std::mutex> lk(mu_);
+  stats_.prefix_cache_queries += len;
+  stats_.prefix_cache_hits += p.cached;
+}
+
+int64_t Engine::prefix_cut(const Seq& s) const {
+  if (!prefix_) return INT64_MAX;
+  // The block edges where a state is saved: every prefix_snapshot_blocks blocks, the last
+  // edge of the prompt (a continued conversation resumes there) and the last edge before
+  // its last token (the same prompt again resumes there). The prefill stops at each, so
+  // the state there exists.
+  const int64_t B = prefix_->block_tokens(), len = static_cast<int64_t>(s.prompt.size());
+  const int64_t every = B * opts_.prefix_snapshot_blocks;
+  int64_t cut = (s.prefilled / every + 1) * every;
+  for (int64_t t : {len / B * B, (len - 1) / B * B})
+    if (t > s.prefilled) cut = std::min(cut, t);
+  return cut;
+}
+
+void Engine::prefix_after_step(Seq& s) {
+  if (!prefix_ || s.done || !s.state) return;
+  const int64_t B = prefix_->block_tokens(), len = static_cast<int64_t>(s.prompt.size());
+  try {
+    const int64_t pos = model_->sequence_tokens(*s.state);
+    if (pos % B != 0 || pos <= s.prefix.state_saved_at || pos > static_cast<int64_t>(s.prefix.tokens.size())) return;
+    const bool every = pos % (B * opts_.prefix_snapshot_blocks) == 0;
+    if (pos <= len) {
+      // Prefill: the chunk ended on an edge; save it if it is one prefix_cut aimed at.
+      if (every || pos == len / B * B || pos == (len - 1) / B * B) {
+        SavedState st = model_->save_state(*s.state);
+        prefix_store(s, pos / B, &st);
+      }
+    } else if (every) {
+      SavedState st = model_->save_state(*s.state);
+      prefix_store(s, pos / B, &st);
+      s.prefix.pending = {};
+    } else {
+      s.prefix.pending = model_->save_state(*s.state);   // saved if the generation ends before the next edge
+    }
+  } catch (const std::exception& e) {
+    log_warn("prefix cache: saving failed (", e.what(), "); the request goes on uncached");
+  }
+}
+
+void Engine::prefix_at_finish(Seq& s) {
+  if (!prefix_ || !s.state || !s.prefix.pending.data) return;
+  try {
+    if (s.prefix.pending.position > s.prefix.state_saved_at) {
+      prefix_store(s, s.prefix.pending.position / prefix_->block_tokens(), &s.prefix.pending);
+    }
+  } catch (const std::exception& e) {
+    log_warn("prefix cache: saving failed (", e.what(), ")");
+  }
+  s.prefix.pending = {};
+}
+
+void Engine::prefix_store(Seq& s, int64_t blocks, const SavedState* state) {
+  PrefixSeq& p = s.prefix;
+  p.extend_keys(blocks * prefix_->block_tokens(), prefix_->block_tokens());
+  for (int64_t b = 0; b < blocks; ++b) {
+    if (prefix_->has_block(p.keys, p.extras, p.tokens.data(), b)) continue;
+    // No room (everything in use) or a key collision: this chain stops here.
+    if (!prefix_->insert_block(p.keys, p.extras, p.tokens.data(), b, model_->save_block(*s.state, b))) return;
+  }
+  prefix_->touch_chain(p.keys, blocks);
+  const BlockKey last = p.keys[blocks - 1];
+  if (state && (prefix_->has_state(last) || prefix_->insert_state(last, *state))) {
+    p.state_saved_at = blocks * prefix_->block_tokens();
+  }
+}
+
 bool Engine::process_token(Seq& s, const float* logits) {
   TokenOut info;
   const uint64_t* allowed = nullptr;
   if (s.grammar && s.grammar->active()) allowed = s.grammar->mask(s.generated + 1 > s.params.min_tokens);
   int tok = s.sampler->sample(logits, &info, allowed);
   info.token = tok;
+  if (prefix_) s.prefix.tokens.push_back(tok);
   ++s.generated;
   if (s.generated == 1) s.stream->set_first_token_time(now_seconds() - s.submit_time);
   bool stop_id = s.generated > s.params.min_tokens &&

@@ -22,6 +22,7 @@
 
 #include "engine/gen_params.h"
 #include "engine/model_runner.h"
+#include "engine/prefix_cache.h"
 #include "engine/request_stream.h"
 
 namespace qinfer {
@@ -44,6 +45,14 @@ struct EngineOptions {
   // cannot attend past it) with a warning.
   bool allow_long_max_model_len = false;
   RunnerLoadOptions load;
+  // Prefix caching (engine/prefix_cache.h; --enable-prefix-caching, on by default as in
+  // vLLM V1; off when the runner cannot save state). Budget in GiB; < 0: a quarter of
+  // MemAvailable when the engine starts. A DeltaNet state snapshot is kept every
+  // prefix_snapshot_blocks blocks inside a prompt, besides those at the prompt's end
+  // and at the end of the generation.
+  bool enable_prefix_caching = true;
+  double prefix_cache_gb = -1;
+  int prefix_snapshot_blocks = 4;
 };
 
 struct EngineStats {
@@ -52,6 +61,10 @@ struct EngineStats {
   int64_t prompt_tokens = 0, generation_tokens = 0;
   int64_t steps = 0;
   double busy_seconds = 0;        // time spent in forward + sampling
+  // Prefix caching, in tokens as vLLM's prefix_cache_queries / prefix_cache_hits: the
+  // prompt tokens of each request looked up, and those found cached.
+  int64_t prefix_cache_queries = 0, prefix_cache_hits = 0;
+  int64_t prefix_cache_bytes = 0, prefix_cache_blocks = 0, prefix_cache_states = 0;
 };
 
 class Engine {
@@ -104,6 +117,13 @@ class Engine {
   void finish_seq(Seq& s, FinishReason r, const std::string& stop_str = {}, int stop_token = -1,
                   const std::string& error = {});
   bool process_token(Seq& s, const float* logits);
+  // Prefix caching (the end of engine.cc).
+  void prefix_setup();
+  void prefix_admit(Seq& s);                     // new sequence: from the longest cached prefix
+  int64_t prefix_cut(const Seq& s) const;        // prefill stops here (a state to save), or INT64_MAX
+  void prefix_after_step(Seq& s);                // saves at targeted block edges
+  void prefix_at_finish(Seq& s);                 // end of generation
+  void prefix_store(Seq& s, int64_t blocks, const SavedState* state);
 
   std::unique_ptr<ModelRunner> model_;
   std::unique_ptr<Tokenizer> tokenizer_;
@@ -114,6 +134,7 @@ class Engine {
   std::vector<int> eos_ids_;
   std::mutex grammar_mu_;
   std::unique_ptr<grammar::Compiler> grammar_compiler_;
+  std::unique_ptr<PrefixCache> prefix_;          // null: prefix caching off
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
