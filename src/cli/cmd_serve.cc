@@ -38,6 +38,8 @@ int cmd_serve(int argc, char** argv) {
   eo.load.threads = o.threads;
   eo.load.dense_int8 = o.dense_int8;
   eo.load.load_vision = o.max_images_per_prompt > 0;   // vLLM's '{"image": 0}': text only
+  eo.enable_prefix_caching = o.enable_prefix_caching;
+  eo.prefix_cache_gb = o.prefix_cache_gb;
   auto engine = engine::Engine::load(o.model_dir, eo);
   server::HttpServer srv(*engine, o);
   int port = srv.bind();

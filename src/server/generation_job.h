@@ -26,6 +26,7 @@ struct JobChoice {
   engine::GenEvent finish;
   bool started = false, done = false;
   int64_t prompt_tokens = 0;
+  int64_t cached_tokens = 0;   // of the prompt, restored from the prefix cache (usage.prompt_tokens_details)
   size_t text_offset = 0;                // completions logprobs text_offset
 };
 

@@ -12,6 +12,25 @@ std::string num(double v) {
   std::snprintf(buf, sizeof buf, "%.9g", v);
   return buf;
 }
+
+// Prefix caching under vLLM V1's names and help texts (counters of tokens; the client
+// library adds the _total suffix), with the cache's size next to them.
+void render_prefix_cache(const engine::EngineStats& s, const std::string& lbl, std::string& o) {
+  auto metric = [&](const char* family, const char* sample, const char* type, const char* help, int64_t v) {
+    o += std::string("# HELP ") + family + " " + help + "\n# TYPE " + family + " " + type + "\n";
+    o += std::string(sample) + "{" + lbl + "} " + std::to_string(v) + "\n";
+  };
+  metric("vllm:prefix_cache_queries", "vllm:prefix_cache_queries_total", "counter",
+         "Prefix cache queries, in terms of number of queried tokens.", s.prefix_cache_queries);
+  metric("vllm:prefix_cache_hits", "vllm:prefix_cache_hits_total", "counter",
+         "Prefix cache hits, in terms of number of cached tokens.", s.prefix_cache_hits);
+  metric("qinfer_prefix_cache_bytes", "qinfer_prefix_cache_bytes", "gauge",
+         "Memory held by the prefix cache (KV blocks and DeltaNet state snapshots).", s.prefix_cache_bytes);
+  metric("qinfer_prefix_cache_blocks", "qinfer_prefix_cache_blocks", "gauge", "KV blocks in the prefix cache.",
+         s.prefix_cache_blocks);
+  metric("qinfer_prefix_cache_states", "qinfer_prefix_cache_states", "gauge",
+         "DeltaNet state snapshots in the prefix cache.", s.prefix_cache_states);
+}
 }  // namespace
 
 void Histogram::observe(double v) {
@@ -94,6 +113,7 @@ std::string Metrics::render(const engine::EngineStats& s, const std::string& mod
   o += "# HELP qinfer_e2e_request_latency_seconds Time from request arrival to its last token.\n";
   o += "# TYPE qinfer_e2e_request_latency_seconds histogram\n";
   latency_.render("qinfer_e2e_request_latency_seconds", o);
+  render_prefix_cache(s, lbl, o);
   return o;
 }
 

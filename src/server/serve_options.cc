@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/prefix_flags.h"
 #include "util/args.h"
 #include "util/error.h"
 
@@ -20,8 +21,7 @@ const char* const kIgnoredWithValue[] = {
     "max-seq-len-to-capture", "revision", "download-dir", "hf-overrides",
     "generation-config", "override-generation-config", "allowed-origins", "chat-template-content-format"};
 const char* const kIgnoredFlags[] = {
-    "skip-mm-profiling", "trust-remote-code", "enforce-eager", "enable-prefix-caching",
-    "no-enable-prefix-caching", "enable-chunked-prefill", "no-enable-chunked-prefill",
+    "skip-mm-profiling", "trust-remote-code", "enforce-eager", "enable-chunked-prefill", "no-enable-chunked-prefill",
     "disable-log-requests", "disable-log-stats", "enable-log-requests", "disable-custom-all-reduce",
     "disable-frontend-multiprocessing", "enable-expert-parallel", "async-scheduling",
     "disable-uvicorn-access-log", "enable-prompt-tokens-details"};
@@ -42,6 +42,8 @@ std::string serve_usage() {
          "        QINFER_ALLOW_LONG_MAX_MODEL_LEN=1, which serves the model's context instead)\n"
          "       [--reasoning-parser qwen3] [--enable-auto-tool-choice] [--tool-call-parser qwen3_coder]\n"
          "       [--limit-mm-per-prompt '{\"image\": N}'] [--threads N] [--dense bf16|int8]\n"
+         "       [--enable-prefix-caching | --no-enable-prefix-caching] [--prefix-cache-gb GB]\n"
+         "       (prefix caching is on by default; its budget defaults to a quarter of MemAvailable)\n"
          "       vLLM GPU flags (--gpu-memory-utilization, --tensor-parallel-size, --dtype,\n"
          "       --skip-mm-profiling, ...) are accepted and ignored.\n";
 }
@@ -53,6 +55,7 @@ ServeOptions parse_serve_options(int argc, char** argv) {
       {"reasoning-parser", true}, {"tool-call-parser", true}, {"enable-auto-tool-choice", false},
       {"limit-mm-per-prompt", true}, {"threads", true}, {"dense", true}, {"dense-int8", false}, {"model", true},
       {"help", false}, {"chat-template", true}};
+  for (auto& f : engine::prefix_cache_option_specs()) specs.push_back(f);
   for (const char* f : kIgnoredWithValue) specs.push_back({f, true});
   for (const char* f : kIgnoredFlags) specs.push_back({f, false});
   // vLLM allows several names after --served-model-name; gather the extra positionals
@@ -127,6 +130,10 @@ ServeOptions parse_serve_options(int argc, char** argv) {
       if (it.key() == "image") o.max_images_per_prompt = it.value().get<int>();
     }
   }
+  engine::EngineOptions eo;
+  engine::prefix_cache_options_from_args(a, eo);
+  o.enable_prefix_caching = eo.enable_prefix_caching;
+  o.prefix_cache_gb = eo.prefix_cache_gb;
   if (a.has("chat-template")) fail("option --chat-template: custom templates are not supported yet");
   int64_t threads = a.get_int("threads", 0);
   if (threads < 0) fail("option --threads: must be >= 0");

@@ -25,6 +25,8 @@ struct ServeOptions {
   std::string tool_call_parser;              // "" or "qwen3_coder"
   bool enable_auto_tool_choice = false;
   int max_images_per_prompt = 1;             // --limit-mm-per-prompt {"image": N}
+  bool enable_prefix_caching = true;         // --[no-]enable-prefix-caching
+  double prefix_cache_gb = -1;               // --prefix-cache-gb (< 0: from MemAvailable)
   int threads = 0;
   bool dense_int8 = false;
   bool help = false;
