@@ -1,6 +1,8 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <array>
+#include <cstdio>
 #include <filesystem>
 
 #include "io/config.h"
@@ -449,11 +451,15 @@ void Engine::prefix_setup() {
     budget = avail > 0 ? avail / 4 : size_t{4} << 30;
   }
   prefix_ = std::make_unique<PrefixCache>(budget, B);
-  const double mib = double(size_t{1} << 20);
-  log_info("prefix caching: budget ", budget / double(size_t{1} << 30), " GiB", opts_.prefix_cache_gb >= 0 ? "" :
-           " (a quarter of MemAvailable; --prefix-cache-gb sets it)", "; per ", B, "-token block ",
-           model_->saved_block_bytes() / mib, " MiB of attention KV, per DeltaNet state snapshot ",
-           model_->saved_state_bytes() / mib, " MiB");
+  auto mib = [](double bytes) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f MiB", bytes / double(size_t{1} << 20));
+    return std::string(buf);
+  };
+  log_info("prefix caching: budget ", mib(static_cast<double>(budget)),
+           opts_.prefix_cache_gb >= 0 ? "" : " (a quarter of MemAvailable; --prefix-cache-gb sets it)", "; per ", B,
+           "-token block ", mib(static_cast<double>(model_->saved_block_bytes())),
+           " of attention KV, per DeltaNet state snapshot ", mib(static_cast<double>(model_->saved_state_bytes())));
 }
 
 void Engine::prefix_admit(Seq& s) {
@@ -485,16 +491,28 @@ void Engine::prefix_admit(Seq& s) {
   stats_.prefix_cache_hits += p.cached;
 }
 
+namespace {
+// The block edges of a prompt of `len` tokens where its state is saved (besides every
+// prefix_snapshot_blocks blocks): the last edge of the prompt (a completion continued
+// after it resumes there), the last edge before its last token (the same prompt sent
+// again: one token must be computed for the logits), and the last edge before the chat
+// template's generation prompt tail. A chat's next turn re-renders this turn's history
+// without its `<think>` part (Qwen3 drops it before the last user message, and drops
+// the empty `<think>\n\n</think>\n\n` of thinking off too): the turns share the
+// prompt up to `<|im_start|>assistant\n`, up to 4 tokens before its end.
+constexpr int64_t kGenerationPromptTail = 8;
+std::array<int64_t, 3> prompt_edges(int64_t len, int64_t B) {
+  return {len / B * B, (len - 1) / B * B, std::max<int64_t>(len - kGenerationPromptTail, 0) / B * B};
+}
+}  // namespace
+
 int64_t Engine::prefix_cut(const Seq& s) const {
   if (!prefix_) return INT64_MAX;
-  // The block edges where a state is saved: every prefix_snapshot_blocks blocks, the last
-  // edge of the prompt (a continued conversation resumes there) and the last edge before
-  // its last token (the same prompt again resumes there). The prefill stops at each, so
-  // the state there exists.
-  const int64_t B = prefix_->block_tokens(), len = static_cast<int64_t>(s.prompt.size());
+  // The prefill stops at each edge where a state is saved, so the state there exists.
+  const int64_t B = prefix_->block_tokens();
   const int64_t every = B * opts_.prefix_snapshot_blocks;
   int64_t cut = (s.prefilled / every + 1) * every;
-  for (int64_t t : {len / B * B, (len - 1) / B * B})
+  for (int64_t t : prompt_edges(static_cast<int64_t>(s.prompt.size()), B))
     if (t > s.prefilled) cut = std::min(cut, t);
   return cut;
 }
@@ -508,7 +526,8 @@ void Engine::prefix_after_step(Seq& s) {
     const bool every = pos % (B * opts_.prefix_snapshot_blocks) == 0;
     if (pos <= len) {
       // Prefill: the chunk ended on an edge; save it if it is one prefix_cut aimed at.
-      if (every || pos == len / B * B || pos == (len - 1) / B * B) {
+      const auto edges = prompt_edges(len, B);
+      if (every || std::find(edges.begin(), edges.end(), pos) != edges.end()) {
         SavedState st = model_->save_state(*s.state);
         prefix_store(s, pos / B, &st);
       }
