@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/engine.h"
+#include "greedy_params.h"
 #include "jinja/chat_template.h"
 #include "recording_runner.h"
 #include "tokenizer/tokenizer.h"
@@ -27,6 +28,8 @@
 
 namespace qinfer::engine {
 namespace {
+
+using testing::greedy;
 
 using testing::RecordingRunner;
 
@@ -152,14 +155,6 @@ Rig make_rig(const std::string& dir, bool cache, int snapshot_blocks = 4, int ma
   o.prefix_snapshot_blocks = snapshot_blocks;
   r.engine = std::make_unique<Engine>(std::move(rec), nullptr, nullptr, o);
   return r;
-}
-
-GenParams greedy(int n) {
-  GenParams p;
-  p.temperature = 0;
-  p.ignore_eos = true;
-  p.max_tokens = n;
-  return p;
 }
 
 std::vector<int> concat(std::vector<int> a, const std::vector<int>& b) {

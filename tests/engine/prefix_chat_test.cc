@@ -18,12 +18,15 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/engine.h"
+#include "greedy_params.h"
 #include "io/synthetic_checkpoint.h"
 #include "jinja/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace qinfer::engine {
 namespace {
+
+using testing::greedy;
 
 namespace fs = std::filesystem;
 using ojson = nlohmann::ordered_json;
@@ -49,14 +52,6 @@ size_t common_prefix(const std::vector<int>& a, const std::vector<int>& b) {
   size_t n = 0;
   while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
   return n;
-}
-
-GenParams greedy(int n) {
-  GenParams p;
-  p.temperature = 0;
-  p.ignore_eos = true;
-  p.max_tokens = n;
-  return p;
 }
 
 // Turn 1, then turn 2 continuing it; with the first prompt's length padded to
