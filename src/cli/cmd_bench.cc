@@ -10,8 +10,10 @@
 #include <random>
 #include <vector>
 
+#include "cli/bench_prefix.h"
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
+#include "engine/prefix_flags.h"
 #include "model/model.h"
 #include "model/profile.h"
 #include "ops/bandwidth.h"
@@ -92,17 +94,23 @@ void print_profile(const char* what) {
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
-  Args a(argc, argv, {{"model", true}, {"threads", true}, {"dense", true}, {"prefill", true}, {"rounds", true},
-                      {"contexts", true}, {"decode-tokens", true}, {"mmap-dense", false}, {"help", false}});
+  std::vector<OptionSpec> specs = {{"model", true}, {"threads", true}, {"dense", true}, {"prefill", true},
+                                   {"rounds", true}, {"contexts", true}, {"decode-tokens", true},
+                                   {"mmap-dense", false}, {"help", false}, {"prefix-cache", true}};
+  for (auto& o : engine::prefix_cache_option_specs()) specs.push_back(o);
+  Args a(argc, argv, specs);
   if (a.has("help")) {
     std::fprintf(stderr,
                  "usage: qinfer bench --model DIR [--threads N] [--dense bf16|int8] [--prefill 512,2048]\n"
                  "                    [--contexts 0,4096,32768] [--decode-tokens 8] [--rounds 5] [--mmap-dense]\n"
                  "Decode times --rounds x --decode-tokens steps per context, each right after a bandwidth probe.\n"
                  "--mmap-dense reads dense weights from the checkpoint mapping instead of a huge-page copy.\n"
-                 "QINFER_PROFILE=1 adds a per-part time breakdown of each phase.\n");
+                 "QINFER_PROFILE=1 adds a per-part time breakdown of each phase.\n"
+                 "--prefix-cache N [--prefix-cache-gb GB]: instead, time to first token of a request sharing an\n"
+                 "N-token prefix with the one before (prefix cache) against cold ones, and the cache's memory.\n");
     return 0;
   }
+  if (a.has("prefix-cache")) return bench_prefix_cache(a);
   LoadOptions lo = load_options_from_args(a);
   if (lo.threads > 0) ThreadPool::set_global_threads(lo.threads);  // before the bandwidth probe
   lo.resident_dense = !a.has("mmap-dense");

@@ -402,6 +402,8 @@ void Engine::step(std::vector<std::unique_ptr<Seq>>& active) {
     stats_.prefix_cache_bytes = static_cast<int64_t>(ps.bytes);
     stats_.prefix_cache_blocks = ps.entries;
     stats_.prefix_cache_states = ps.states;
+    stats_.prefix_cache_kv_bytes = static_cast<int64_t>(ps.kv_bytes);
+    stats_.prefix_cache_state_bytes = static_cast<int64_t>(ps.state_bytes);
   }
 }
 
@@ -527,13 +529,9 @@ void Engine::prefix_after_step(Seq& s) {
     if (pos <= len) {
       // Prefill: the chunk ended on an edge; save it if it is one prefix_cut aimed at.
       const auto edges = prompt_edges(len, B);
-      if (every || std::find(edges.begin(), edges.end(), pos) != edges.end()) {
-        SavedState st = model_->save_state(*s.state);
-        prefix_store(s, pos / B, &st);
-      }
+      if (every || std::find(edges.begin(), edges.end(), pos) != edges.end()) prefix_store(s, pos / B, nullptr);
     } else if (every) {
-      SavedState st = model_->save_state(*s.state);
-      prefix_store(s, pos / B, &st);
+      prefix_store(s, pos / B, nullptr);
       s.prefix.pending = {};
     } else {
       s.prefix.pending = model_->save_state(*s.state);   // saved if the generation ends before the next edge
@@ -556,6 +554,8 @@ void Engine::prefix_at_finish(Seq& s) {
 }
 
 void Engine::prefix_store(Seq& s, int64_t blocks, const SavedState* state) {
+  // Blocks 0..blocks-1 (those missing) and the state at their end: `state`, or, when
+  // null, the sequence's own (it stands at that edge now), copied only if not cached.
   PrefixSeq& p = s.prefix;
   p.extend_keys(blocks * prefix_->block_tokens(), prefix_->block_tokens());
   for (int64_t b = 0; b < blocks; ++b) {
@@ -565,7 +565,8 @@ void Engine::prefix_store(Seq& s, int64_t blocks, const SavedState* state) {
   }
   prefix_->touch_chain(p.keys, blocks);
   const BlockKey last = p.keys[blocks - 1];
-  if (state && (prefix_->has_state(last) || prefix_->insert_state(last, *state))) {
+  if (prefix_->has_state(last) ||
+      prefix_->insert_state(last, state ? *state : model_->save_state(*s.state))) {
     p.state_saved_at = blocks * prefix_->block_tokens();
   }
 }

@@ -65,6 +65,7 @@ struct EngineStats {
   // prompt tokens of each request looked up, and those found cached.
   int64_t prefix_cache_queries = 0, prefix_cache_hits = 0;
   int64_t prefix_cache_bytes = 0, prefix_cache_blocks = 0, prefix_cache_states = 0;
+  int64_t prefix_cache_kv_bytes = 0, prefix_cache_state_bytes = 0;   // the two parts of prefix_cache_bytes
 };
 
 class Engine {
@@ -123,7 +124,7 @@ class Engine {
   int64_t prefix_cut(const Seq& s) const;        // prefill stops here (a state to save), or INT64_MAX
   void prefix_after_step(Seq& s);                // saves at targeted block edges
   void prefix_at_finish(Seq& s);                 // end of generation
-  void prefix_store(Seq& s, int64_t blocks, const SavedState* state);
+  void prefix_store(Seq& s, int64_t blocks, const SavedState* state);   // null: the state now
 
   std::unique_ptr<ModelRunner> model_;
   std::unique_ptr<Tokenizer> tokenizer_;

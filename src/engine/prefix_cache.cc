@@ -113,7 +113,10 @@ void PrefixCache::erase(BlockKey key) {
   auto it = map_.find(key);
   Entry& e = it->second;
   bytes_ -= e.kv.bytes + (e.state.data ? e.state.bytes : 0);
-  if (e.state.data) --states_;
+  if (e.state.data) {
+    --states_;
+    state_bytes_ -= e.state.bytes;
+  }
   if (e.has_parent) {
     auto p = map_.find(e.parent);
     if (p != map_.end()) --p->second.children;
@@ -152,6 +155,7 @@ bool PrefixCache::make_room(size_t need, BlockKey keep1, BlockKey keep2) {
         progress = true;
       } else if (e.state.data) {
         bytes_ -= e.state.bytes;
+        state_bytes_ -= e.state.bytes;
         e.state = {};
         --states_;
         ++evicted_states_;
@@ -199,6 +203,7 @@ bool PrefixCache::insert_state(BlockKey key, SavedState st) {
   it = map_.find(key);
   it->second.state = std::move(st);
   bytes_ += it->second.state.bytes;
+  state_bytes_ += it->second.state.bytes;
   ++states_;
   touch(it->second, key);
   return true;
@@ -210,6 +215,8 @@ PrefixCacheStats PrefixCache::stats() const {
   s.states = states_;
   s.bytes = bytes_;
   s.budget = budget_;
+  s.state_bytes = state_bytes_;
+  s.kv_bytes = bytes_ - state_bytes_;
   s.evicted_blocks = evicted_blocks_;
   s.evicted_states = evicted_states_;
   s.refused = refused_;

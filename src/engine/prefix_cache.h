@@ -61,6 +61,7 @@ size_t mem_available_bytes();
 struct PrefixCacheStats {
   int64_t entries = 0, states = 0;
   size_t bytes = 0, budget = 0;
+  size_t kv_bytes = 0, state_bytes = 0;   // bytes = kv_bytes + state_bytes (as allocated)
   int64_t evicted_blocks = 0, evicted_states = 0, refused = 0;   // refused: no room (all in use)
 };
 
@@ -113,7 +114,7 @@ class PrefixCache {
 
   size_t budget_;
   int64_t B_;
-  size_t bytes_ = 0;
+  size_t bytes_ = 0, state_bytes_ = 0;
   std::unordered_map<BlockKey, Entry> map_;
   std::list<BlockKey> lru_;         // front: most recently used
   int64_t states_ = 0, evicted_blocks_ = 0, evicted_states_ = 0, refused_ = 0;
