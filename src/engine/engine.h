@@ -66,6 +66,7 @@ struct EngineStats {
   int64_t prefix_cache_queries = 0, prefix_cache_hits = 0;
   int64_t prefix_cache_bytes = 0, prefix_cache_blocks = 0, prefix_cache_states = 0;
   int64_t prefix_cache_kv_bytes = 0, prefix_cache_state_bytes = 0;   // the two parts of prefix_cache_bytes
+  int64_t kv_tokens = 0;          // tokens held in the caches of the running sequences
 };
 
 class Engine {

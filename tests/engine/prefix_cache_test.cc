@@ -315,6 +315,31 @@ TEST(PrefixCacheEngine, BatchedSequencesShareCachedBlocks) {
   }
 }
 
+// prompt_logprobs needs the logits of every prompt position: such a request is not
+// resumed (as in vLLM), and gets all of them.
+TEST(PrefixCacheEngine, PromptLogprobsRequestsAreNotResumed) {
+  Rig rig = make_rig(text_dir(), true);
+  const auto prompt = seq_tokens(15, 600);
+  run(rig, prompt, greedy(2));
+  GenParams p = greedy(2);
+  p.prompt_logprobs = 0;
+  auto stream = rig.engine->submit(prompt, p);
+  GenEvent ev;
+  size_t n_lp = 0;
+  int64_t cached = -1;
+  while (true) {
+    if (!stream->take(ev, 0.5)) continue;
+    n_lp += ev.prompt_logprobs.size();
+    cached = ev.cached_tokens;
+    if (ev.finished) break;
+  }
+  ++rig.next_id;
+  EXPECT_EQ(ev.error, "");
+  EXPECT_EQ(cached, 0);
+  EXPECT_EQ(n_lp, prompt.size() - 1);
+  EXPECT_EQ(run(rig, prompt, greedy(2)).r.cached_tokens, 512);   // the cache is still there for others
+}
+
 TEST(PrefixCacheEngine, ZeroBudgetCachesNothing) {
   auto rec = std::make_unique<RecordingRunner>(load_model_runner(text_dir(), {}));
   EngineOptions o;

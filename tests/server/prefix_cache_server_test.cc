@@ -62,9 +62,10 @@ TEST(PrefixCacheServer, CachedTokensInUsageAndMetrics) {
   EXPECT_EQ(last_usage["prompt_tokens_details"]["cached_tokens"], 512) << last_usage.dump();
   auto m = c.Get("/metrics");
   ASSERT_TRUE(m && m->status == 200);
-  EXPECT_NE(m->body.find("# TYPE vllm:prefix_cache_queries counter"), std::string::npos);
-  EXPECT_NE(m->body.find("vllm:prefix_cache_queries_total{model_name=\"tiny\"} 1800"), std::string::npos) << m->body;
-  EXPECT_NE(m->body.find("vllm:prefix_cache_hits_total{model_name=\"tiny\"} 1024"), std::string::npos);
+  EXPECT_NE(m->body.find("# TYPE vllm:prefix_cache_queries_total counter"), std::string::npos);
+  EXPECT_NE(m->body.find("vllm:prefix_cache_queries_total{model_name=\"tiny\",engine=\"0\"} 1800.0"),
+            std::string::npos) << m->body;
+  EXPECT_NE(m->body.find("vllm:prefix_cache_hits_total{model_name=\"tiny\",engine=\"0\"} 1024.0"), std::string::npos);
   srv.stop();
   th.join();
 }
