@@ -220,7 +220,7 @@ deploy_suite() {  # MODEL_DIR: two replicas behind nginx with deploy/nginx/qinfe
     wait_ready "${pids[$i]}" "$TMP/replica$((i + 1)).out" "$TMP/replica$((i + 1)).err"
     bases+=("$READY_BASE")
   done
-  grep -q 'enable-prefix-caching: accepted, but prefix caching is not implemented' "$TMP/replica1.err"
+  grep -q 'prefix caching: budget' "$TMP/replica1.err"
   curl -sf -H "Authorization: Bearer sk-e2e" "${bases[0]}/v1/models" | grep -q '"max_model_len":4000'
   lbport="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
   mkdir -p "$ng/logs"
