@@ -3,8 +3,11 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "engine/speculative.h"
 
 namespace qinfer::vision {
 struct ImagePatches;
@@ -33,9 +36,11 @@ struct SavedState {                  // the recurrent (DeltaNet conv + delta-rul
 struct RunnerStep {
   RunnerSequence* seq;
   const int* tokens;
-  int64_t n_tokens;      // >= 1: a prefill chunk or one decode token
-  float* logits;         // [vocab] row of the step's last token
-  bool all_logits = false;  // true: logits is [n_tokens][vocab], one row per token
+  int64_t n_tokens;      // >= 1: a prefill chunk, one decode token or a verify run
+  float* logits;         // [vocab] row of the step's last token ([n_tokens][vocab] when all_logits)
+  bool all_logits = false;
+  float* hidden = nullptr;   // optional [n_tokens][hidden_size()]: post-norm hidden states
+  bool keep_states = false;  // verify run: rollback() may keep any prefix of its tokens
   // Images (see Model::Step): per-token replacement embeddings (null rows: the token's
   // own), [n_tokens][3] mRoPE positions, and the decode position offset.
   const float* const* embed_rows = nullptr;
@@ -52,6 +57,11 @@ class ModelRunner {
   virtual std::unique_ptr<RunnerSequence> new_sequence() = 0;
   // One batched call advancing every step's sequence by its tokens.
   virtual void forward(const std::vector<RunnerStep>& steps) = 0;
+
+  // Speculative decoding (engine/speculative.h); a runner without it keeps these defaults.
+  virtual DraftSource* draft_source() { return nullptr; }   // the MTP head, when loaded
+  // After a keep_states step of n tokens: keep its first `keep` (1..n) tokens, exactly.
+  virtual void rollback(RunnerSequence*, int64_t) { throw std::logic_error("rollback: not supported by this runner"); }
 
   // Image input. has_vision(): the model has a loaded vision tower; then
   // encode_images returns the merged embeddings of all images in order,
@@ -80,6 +90,9 @@ struct RunnerLoadOptions {
   int threads = 0;
   bool dense_int8 = false;
   bool load_vision = true;   // false: text only (--limit-mm-per-prompt '{"image": 0}')
+  bool load_mtp = false;     // load the mtp.* draft head (error when the checkpoint has none)
+  int64_t draft_vocab = 0;   // > 0: the MTP drafts among token ids below this only
+  bool draft_int8 = false;   // the MTP drafts score with an int8 copy of the lm_head
 };
 
 // Loads qinfer::Model from a checkpoint folder. EOS ids: generation_config.json's
