@@ -93,14 +93,16 @@ void print_profile(const char* what) {
 
 int cmd_bench(int argc, char** argv) {
   Args a(argc, argv, {{"model", true}, {"threads", true}, {"dense", true}, {"prefill", true}, {"rounds", true},
-                      {"contexts", true}, {"decode-tokens", true}, {"mmap-dense", false}, {"help", false}});
+                      {"contexts", true}, {"decode-tokens", true}, {"mmap-dense", false}, {"help", false},
+                      {"memory-budget-gb", true}, {"max-model-len", true}, {"experts", true}});
   if (a.has("help")) {
     std::fprintf(stderr,
                  "usage: qinfer bench --model DIR [--threads N] [--dense bf16|int8] [--prefill 512,2048]\n"
                  "                    [--contexts 0,4096,32768] [--decode-tokens 8] [--rounds 5] [--mmap-dense]\n"
                  "Decode times --rounds x --decode-tokens steps per context, each right after a bandwidth probe.\n"
                  "--mmap-dense reads dense weights from the checkpoint mapping instead of a huge-page copy.\n"
-                 "QINFER_PROFILE=1 adds a per-part time breakdown of each phase.\n");
+                 "QINFER_PROFILE=1 adds a per-part time breakdown of each phase.\n%s",
+                 memory_flags_help());
     return 0;
   }
   LoadOptions lo = load_options_from_args(a);
@@ -110,6 +112,12 @@ int cmd_bench(int argc, char** argv) {
   std::vector<int> contexts = parse_int_list(a.get_or("contexts", "0,4096,32768"), "--contexts");
   const int decode_tokens = static_cast<int>(a.get_int("decode-tokens", 8));
   if (decode_tokens <= 0) fail("--decode-tokens must be positive");
+  const int rounds = static_cast<int>(a.get_int("rounds", 5));
+  if (rounds <= 0) fail("--rounds must be positive");
+  if (lo.max_model_len == 0) {   // the memory plan sizes one sequence's KV for the longest run
+    for (int n : prefills) lo.max_model_len = std::max<int64_t>(lo.max_model_len, n);
+    for (int c : contexts) lo.max_model_len = std::max<int64_t>(lo.max_model_len, c + decode_tokens * rounds + 1);
+  }
 
   log_info("measuring memory bandwidth ...");
   // The probe's buffer stays resident for the whole run (the decode rounds
@@ -178,8 +186,6 @@ int cmd_bench(int argc, char** argv) {
   // line also gives, strictest, the best probe of the whole run against the
   // median step, and the median pair against the triad alone (the issue's
   // definition of the floor; the read pass usually measures more).
-  const int rounds = static_cast<int>(a.get_int("rounds", 5));
-  if (rounds <= 0) fail("--rounds must be positive");
   int64_t max_ctx = 0;
   double best_gbs = std::max(bw.read_gbs, bw.triad_gbs);
   auto quantile = [](std::vector<double> v, double q) {

@@ -21,17 +21,20 @@ namespace qinfer::cli {
 
 int cmd_logits(int argc, char** argv) {
   Args a(argc, argv, {{"model", true}, {"ids", true}, {"out", true}, {"threads", true},
-                      {"dense", true}, {"image", true, true}, {"help", false}});
+                      {"dense", true}, {"image", true, true}, {"help", false},
+                      {"memory-budget-gb", true}, {"experts", true}});
   if (a.has("help")) {
     std::fprintf(stderr, "usage: qinfer logits --model DIR --ids 3,1,4 --out FILE [--image FILE ...] [--threads N] [--dense int8]\n"
                          "Writes float32 LE logits [n_ids, vocab_size] of one prefill call. With --image the ids hold\n"
-                         "one image_token_id per image; rows are [expanded length, vocab_size].\n");
+                         "one image_token_id per image; rows are [expanded length, vocab_size].\n%s",
+                 memory_flags_help());
     return 0;
   }
   std::vector<int> ids = parse_int_list(a.get("ids"), "--ids");
   std::string out = a.get("out");
   check_output_path(out, "--out");
   LoadOptions lo = load_options_from_args(a);
+  if (!a.has("image")) lo.max_model_len = static_cast<int64_t>(ids.size());   // the KV one call needs
   const std::string dir = model_dir_from_args(a);
   ImageList images = load_images(a.get_all("image"), dir);   // before the slow load
   auto model = Model::load(dir, lo);

@@ -54,11 +54,14 @@ bool has_chat_template(const std::string& dir) {
 std::unique_ptr<Engine> Engine::load(const std::string& dir, const EngineOptions& opts) {
   namespace fs = std::filesystem;
   // Before the (long) weight load, so a bad --max-model-len fails at once.
+  RunnerLoadOptions lo = opts.load;
+  lo.max_num_seqs = opts.max_num_seqs;   // the memory plan sizes the KV for these
   if (opts.max_model_len > 0) {
-    resolve_max_model_len(opts.max_model_len, load_config(dir).text.max_position_embeddings,
-                          opts.allow_long_max_model_len, (fs::path(dir) / "config.json").string());
+    lo.max_model_len =
+        resolve_max_model_len(opts.max_model_len, load_config(dir).text.max_position_embeddings,
+                              opts.allow_long_max_model_len, (fs::path(dir) / "config.json").string());
   }
-  auto runner = load_model_runner(dir, opts.load);
+  auto runner = load_model_runner(dir, lo);
   std::unique_ptr<Tokenizer> tok;
   if (fs::exists(fs::path(dir) / "tokenizer.json")) {
     tok = std::make_unique<Tokenizer>(Tokenizer::load(dir));

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "model/memory_plan.h"
+
 namespace qinfer::vision {
 struct ImagePatches;
 }
@@ -53,6 +55,12 @@ struct RunnerLoadOptions {
   int threads = 0;
   bool dense_int8 = false;
   bool load_vision = true;   // false: text only (--limit-mm-per-prompt '{"image": 0}')
+  // The memory plan's inputs (LoadOptions): budget in bytes (0: available), the KV's
+  // tokens per sequence (0: the model's context, lowered to fit) and sequences.
+  double memory_budget = 0;
+  int64_t max_model_len = 0;
+  int64_t max_num_seqs = 1;
+  model::ExpertsPlacement experts = model::ExpertsPlacement::kAuto;
 };
 
 // Loads qinfer::Model from a checkpoint folder. EOS ids: generation_config.json's

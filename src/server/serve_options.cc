@@ -42,6 +42,7 @@ std::string serve_usage() {
          "        QINFER_ALLOW_LONG_MAX_MODEL_LEN=1, which serves the model's context instead)\n"
          "       [--reasoning-parser qwen3] [--enable-auto-tool-choice] [--tool-call-parser qwen3_coder]\n"
          "       [--limit-mm-per-prompt '{\"image\": N}'] [--threads N] [--dense bf16|int8]\n"
+         "       [--memory-budget-gb G] [--experts auto|resident|mapped]\n"
          "       vLLM GPU flags (--gpu-memory-utilization, --tensor-parallel-size, --dtype,\n"
          "       --skip-mm-profiling, ...) are accepted and ignored.\n";
 }
@@ -51,7 +52,8 @@ ServeOptions parse_serve_options(int argc, char** argv) {
       {"host", true}, {"port", true}, {"api-key", true}, {"served-model-name", true, true},
       {"max-num-seqs", true}, {"max-model-len", true}, {"max-num-batched-tokens", true},
       {"reasoning-parser", true}, {"tool-call-parser", true}, {"enable-auto-tool-choice", false},
-      {"limit-mm-per-prompt", true}, {"threads", true}, {"dense", true}, {"dense-int8", false}, {"model", true},
+      {"limit-mm-per-prompt", true}, {"threads", true}, {"dense", true}, {"dense-int8", false},
+      {"memory-budget-gb", true}, {"experts", true}, {"model", true},
       {"help", false}, {"chat-template", true}};
   for (const char* f : kIgnoredWithValue) specs.push_back({f, true});
   for (const char* f : kIgnoredFlags) specs.push_back({f, false});
@@ -135,6 +137,12 @@ ServeOptions parse_serve_options(int argc, char** argv) {
   std::string dense = a.get_or("dense", a.has("dense-int8") ? "int8" : "bf16");
   if (dense != "bf16" && dense != "int8") fail("option --dense must be bf16 or int8, got '", dense, "'");
   o.dense_int8 = dense == "int8";
+  if (a.has("memory-budget-gb")) {
+    const double g = a.get_double("memory-budget-gb", 0);
+    if (!(g > 0)) fail("option --memory-budget-gb: must be a positive number of GB (10^9 bytes)");
+    o.memory_budget = g * 1e9;
+  }
+  o.experts = a.get_or("experts", "auto");   // checked by the CLI with the model's parser
   for (const char* f : kIgnoredWithValue) {
     if (a.has(f)) o.ignored.push_back(std::string("--") + f + " " + a.get(f));
   }

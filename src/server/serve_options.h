@@ -27,6 +27,8 @@ struct ServeOptions {
   int max_images_per_prompt = 1;             // --limit-mm-per-prompt {"image": N}
   int threads = 0;
   bool dense_int8 = false;
+  double memory_budget = 0;                  // --memory-budget-gb, bytes; 0: what is available
+  std::string experts = "auto";              // --experts auto|resident|mapped
   bool help = false;
   std::vector<std::string> ignored;          // "--flag value" strings accepted without effect
 };
