@@ -140,7 +140,7 @@ int cmd_bench(int argc, char** argv) {
   std::printf("model        %s: %d layers, weights %.2f GB resident (dense %s)\n", a.get("model").c_str(),
               t.num_hidden_layers, model->weight_bytes() / 1e9, lo.dense_int8 ? "int8" : "bf16");
   const double hwm_load = proc_status_bytes("VmHWM") - probe_bytes;
-  std::printf("memory       after load: peak resident %.2f GB, now %.2f GB (anon %.2f, of it in huge pages %.2f; "
+  std::printf("memory       load: peak resident %.2f GB, steady %.2f GB (anon %.2f, of it in huge pages %.2f; "
               "file %.2f); weights %.2f GB; the probe's %.2f GB not counted\n",
               hwm_load / 1e9, (proc_status_bytes("VmRSS") - probe_bytes) / 1e9,
               (proc_status_bytes("RssAnon") - probe_bytes) / 1e9,

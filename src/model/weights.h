@@ -62,14 +62,17 @@ struct ModelWeights {
   Linear lm_head;
   std::unique_ptr<MtpWeights> mtp;
   std::vector<float> inv_freq;         // rotary inverse frequencies [rotary_dim / 2]
-  std::unique_ptr<ResidentBlock> resident;   // dense and GPTQ weights in huge pages (make_resident)
+  std::unique_ptr<ResidentArena> resident;   // dense and GPTQ weights in huge pages (model/resident.h)
 
   size_t bytes() const;
 };
 
-// Binds and checks every tensor; progress on stderr.
+// Binds and checks every tensor; progress on stderr. resident_dense: copies into
+// huge pages layer by layer (model/resident.h); experts_mapped: dense routed
+// experts stay views into the checkpoint mapping (file-backed).
 std::unique_ptr<ModelWeights> load_weights(const ModelConfig& cfg, std::unique_ptr<Checkpoint> ck,
-                                           bool dense_int8, bool load_mtp, bool resident_dense = true);
+                                           bool dense_int8, bool load_mtp, bool resident_dense = true,
+                                           bool experts_mapped = false);
 
 // Embedding rows of `tokens` as fp32 into out[n][H].
 void embed_rows(const ModelWeights& w, const int* tokens, int64_t n, int64_t hidden, float* out);
