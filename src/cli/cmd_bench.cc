@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
+#include "model/expert_cache.h"
 #include "model/model.h"
 #include "model/profile.h"
 #include "ops/bandwidth.h"
@@ -226,6 +227,11 @@ int cmd_bench(int argc, char** argv) {
                 100.0 * quantile(ratios, 0.25), 100.0 * quantile(ratios, 0.75), 100.0 * strict, best_gbs,
                 100.0 * quantile(triad_ratios, 0.5));
     print_profile("decode (warm-up step included)");
+    if (const model::ExpertCache* c = model->expert_cache())
+      std::printf("experts      file-backed: %lld of %lld slots hot after %lld rebalances; the hot set served %.1f%% "
+                  "of the routings since the last one\n",
+                  static_cast<long long>(c->hot_count()), static_cast<long long>(c->slots()),
+                  static_cast<long long>(c->rebalances()), 100.0 * c->hot_routed_share());
   }
   // Caches of the largest sequence (only one lives at a time): KV rows plus the
   // DeltaNet conv and recurrent states.

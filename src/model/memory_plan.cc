@@ -124,7 +124,7 @@ MemoryPlan plan_for(const WeightCensus& w, const StateCensus& s, const PlanReque
     if (req.max_model_len <= 0) len = min_len;
   }
   MemoryPlan p = attempt(w, s, req, len, true);
-  p.len_lowered = len < model_len;
+  p.len_lowered = req.max_model_len <= 0 && len < model_len;
   return p;
 }
 

@@ -38,6 +38,7 @@ struct ForwardTrace {
 
 namespace model {
 struct ModelWeights;
+class ExpertCache;
 class Arena;
 }  // namespace model
 namespace vision {
@@ -107,6 +108,8 @@ class Model {
   // and the full context's KV did not fit.
   int64_t max_context() const { return max_context_; }
   const model::MemoryPlan& memory_plan() const;
+  // File-backed experts' hot set (null unless the plan chose file-backed experts).
+  const model::ExpertCache* expert_cache() const;
   bool has_mtp() const;
 
  private:

@@ -9,6 +9,7 @@
 #include "io/checkpoint.h"
 #include "io/config.h"
 #include "model/linear.h"
+#include "model/expert_cache.h"
 #include "model/resident.h"
 
 namespace qinfer::model {
@@ -19,10 +20,18 @@ struct Expert {
   bool fused() const { return !gate_up.empty(); }
 };
 
+// Routing counts of a layer whose experts are file-backed (model/expert_cache.h).
+struct ExpertRouting {
+  std::vector<uint64_t> count;         // per expert, since the last rebalance
+  std::vector<uint8_t> hot;            // 1: the expert's views point at a resident copy
+  uint64_t hot_hits = 0, total = 0;    // routings since the last rebalance, and those served hot
+};
+
 struct MoeWeights {
   Linear router;                       // [E, H]
   std::vector<Expert> experts;
   Linear shared_gate, shared_up, shared_down, shared_expert_gate;
+  std::unique_ptr<ExpertRouting> routing;   // set when the experts are file-backed
 };
 
 struct DeltaNetWeights {
@@ -63,6 +72,7 @@ struct ModelWeights {
   std::unique_ptr<MtpWeights> mtp;
   std::vector<float> inv_freq;         // rotary inverse frequencies [rotary_dim / 2]
   std::unique_ptr<ResidentArena> resident;   // dense and GPTQ weights in huge pages (model/resident.h)
+  std::unique_ptr<ExpertCache> expert_cache;  // file-backed experts' hot set (model/expert_cache.h)
 
   size_t bytes() const;
 };

@@ -145,6 +145,7 @@ TEST(MemoryPlan, DenseExpertsGoFileBackedWithAHotBudget) {
   EXPECT_DOUBLE_EQ(p.experts_hot, 24 * GB - rest);
   EXPECT_DOUBLE_EQ(p.experts_hot + p.experts_cold, 60 * GB);
   EXPECT_NE(p.line().find("experts file-backed"), std::string::npos) << p.line();
+  EXPECT_FALSE(p.len_lowered);   // given: kept as given
   // Resident only: refused, naming the placement that fits and no length (none can help).
   r.experts = ExpertsPlacement::kResident;
   const MemoryPlan q = plan_memory(bf16_experts_model(), state(), r);
