@@ -115,10 +115,10 @@ MemoryPlan plan_for(const WeightCensus& w, const StateCensus& s, const PlanReque
     if (!p.fits && req.max_model_len <= 0) {   // not given: lower the context to what fits
       const double room = req.budget - (p.need - p.kv);
       const int64_t fit = longest_fitting(s, room, req.max_num_seqs);
-      if (fit >= min_len) {
-        p = attempt(w, s, req, fit, false);
-        p.len_lowered = fit < model_len;
-      }
+      // Lowered to what fits, or (nothing fits) to the least the plan lowers to, so a
+      // refusal reports the smallest need rather than the model's whole context.
+      p = attempt(w, s, req, std::max(fit, min_len), false);
+      p.len_lowered = std::max(fit, min_len) < model_len;
     }
     if (p.fits || req.experts == ExpertsPlacement::kResident || !can_file_back) return p;
     if (req.max_model_len <= 0) len = min_len;
@@ -260,7 +260,7 @@ std::string MemoryPlan::line() const {
   return s;
 }
 
-MemoryPlan plan_load(const Checkpoint& ck, const ModelConfig& cfg, const LoadOptions& opts) {
+MemoryPlan plan_for_options(const Checkpoint& ck, const ModelConfig& cfg, const LoadOptions& opts) {
   PlanRequest r;
   r.dense_int8 = opts.dense_int8;
   r.mmap_dense = !opts.resident_dense;
@@ -276,8 +276,13 @@ MemoryPlan plan_load(const Checkpoint& ck, const ModelConfig& cfg, const LoadOpt
   }
   const bool mtp = opts.load_mtp && cfg.text.mtp_num_hidden_layers > 0 && ck.has("mtp.fc.weight");
   const WeightCensus w = census_of(ck, cfg, mtp, opts.load_vision);
-  const StateCensus s = state_census(text_state_shape(cfg.text, mtp), cfg.text.max_position_embeddings, cfg.text.hidden_size);
-  MemoryPlan p = plan_memory(w, s, r);
+  const StateCensus s = state_census(text_state_shape(cfg.text, mtp), cfg.text.max_position_embeddings,
+                                     cfg.text.hidden_size);
+  return plan_memory(w, s, r);
+}
+
+MemoryPlan plan_load(const Checkpoint& ck, const ModelConfig& cfg, const LoadOptions& opts) {
+  MemoryPlan p = plan_for_options(ck, cfg, opts);
   if (!p.fits) fail(cfg.dir, ": ", p.refusal);
   log_info(p.line());
   return p;

@@ -93,5 +93,7 @@ namespace qinfer::model {
 // Model::load's plan: census of `ck`, budget from `opts` or the system
 // (util/system_memory.h), the line on stderr; Error with the refusal when it does not fit.
 MemoryPlan plan_load(const Checkpoint& ck, const ModelConfig& cfg, const LoadOptions& opts);
+// The same plan without the line or the Error (qinfer inspect shows it for each mode).
+MemoryPlan plan_for_options(const Checkpoint& ck, const ModelConfig& cfg, const LoadOptions& opts);
 
 }  // namespace qinfer::model

@@ -100,6 +100,13 @@ TEST(MemoryPlan, ContextNotGivenIsLoweredToFit) {
   EXPECT_NE(p.line().find("context lowered to fit"), std::string::npos);
 }
 
+TEST(MemoryPlan, ContextNotGivenAndNothingFitsReportsTheLeastNeed) {
+  const MemoryPlan p = plan_memory(gptq_model(), state(), req(19));
+  ASSERT_FALSE(p.fits);
+  EXPECT_EQ(p.max_model_len, kMinPlannedLen);
+  EXPECT_NE(p.refusal.find("1 x 2048 tokens"), std::string::npos) << p.refusal;
+}
+
 TEST(MemoryPlan, GivenContextIsRefusedNamingTheFlags) {
   PlanRequest r = req(24, 262144);
   const MemoryPlan p = plan_memory(gptq_model(), state(), r);
