@@ -5,6 +5,7 @@
 
 #include "io/config.h"
 #include "jinja/chat_template.h"
+#include "engine/prompt_logprobs.h"
 #include "engine/seq_sampler.h"
 #include "grammar/compiler.h"
 #include "grammar/grammar.h"
@@ -31,6 +32,9 @@ struct Engine::Seq {
   int64_t generated = 0;
   int next_token = -1;                // decode input of the next step
   std::vector<float> logits;
+  int sample_vocab = 0;
+  std::vector<float> chunk_logits;    // prompt_logprobs: [chunk][vocab] rows of a prefill chunk
+  std::vector<TokenOut> prompt_lp;    // prompt_logprobs gathered so far
   double submit_time = 0;
   bool done = false;
   // Images: the expanded prompt's mRoPE positions and image token ranges; the tower's
@@ -42,6 +46,10 @@ struct Engine::Seq {
 };
 
 namespace {
+
+// A request asking for prompt_logprobs prefills this many tokens per step at most, so the
+// all-rows logits of a chunk stay small ([16][vocab] floats: 16 MB for Qwen3.5).
+constexpr int64_t kPromptLogprobsChunk = 16;
 
 bool has_chat_template(const std::string& dir) {
   namespace fs = std::filesystem;
@@ -165,6 +173,7 @@ std::shared_ptr<RequestStream> Engine::submit(std::vector<int> prompt, const Gen
     fail("prompt: holds the image token id ", model_->image_token_id(), " but the request has no image");
   }
   if (params.logprobs > 20) fail("logprobs: at most 20 top logprobs, got ", params.logprobs);
+  if (params.prompt_logprobs > 20) fail("prompt_logprobs: at most 20, got ", params.prompt_logprobs);
   auto s = std::make_unique<Seq>();
   s->max_tokens = check_context(static_cast<int64_t>(prompt.size()), params.max_tokens);
   // Never sample ids the tokenizer cannot decode when the model's rows are padded.
@@ -175,6 +184,7 @@ std::shared_ptr<RequestStream> Engine::submit(std::vector<int> prompt, const Gen
     if (tokenizer_->vocab_size() * 2 > vocab_) sample_vocab = tokenizer_->vocab_size();
   }
   s->sampler = std::make_unique<SeqSampler>(params, prompt, sample_vocab);
+  s->sample_vocab = sample_vocab;
   if (!params.stop.empty() && !tokenizer_) fail("stop: stop strings need a tokenizer; this model has none");
   s->text = std::make_unique<TextOutput>(tokenizer_.get(), params.skip_special_tokens, params.stop,
                                          params.include_stop_str_in_output);
@@ -299,6 +309,8 @@ void Engine::loop() {
     {
       std::lock_guard<std::mutex> lk(mu_);
       active_count_ = static_cast<int64_t>(active.size());
+      stats_.kv_tokens = 0;
+      for (const auto& s : active) stats_.kv_tokens += s->prefilled + s->generated;
       if (stop_) break;
     }
     if (active.empty()) continue;
@@ -339,7 +351,13 @@ void Engine::step(std::vector<std::unique_ptr<Seq>>& active) {
     if (remain <= 0 || s->done) continue;
     if (budget <= 0) break;
     int64_t n = std::min(remain, budget);
-    steps.push_back({s->state.get(), s->prompt.data() + s->prefilled, n, s->logits.data()});
+    if (s->params.prompt_logprobs >= 0) {
+      n = std::min(n, kPromptLogprobsChunk);
+      s->chunk_logits.resize(static_cast<size_t>(n) * static_cast<size_t>(vocab_));
+      steps.push_back({s->state.get(), s->prompt.data() + s->prefilled, n, s->chunk_logits.data(), true});
+    } else {
+      steps.push_back({s->state.get(), s->prompt.data() + s->prefilled, n, s->logits.data()});
+    }
     if (s->has_images) {
       steps.back().embed_rows = s->embed_rows.data() + s->prefilled;
       steps.back().mrope_pos = s->mm.positions.data() + s->prefilled * 3;
@@ -370,7 +388,29 @@ void Engine::step(std::vector<std::unique_ptr<Seq>>& active) {
   for (size_t i = 0; i < steps.size(); ++i) {
     if (!ok[i]) continue;
     Seq& s = *owners[i];
-    if (s.prefilled < static_cast<int64_t>(s.prompt.size())) s.prefilled += steps[i].n_tokens;
+    if (s.prefilled < static_cast<int64_t>(s.prompt.size())) {
+      if (steps[i].all_logits) {
+        try {
+          // Row j predicts prompt token prefilled + j + 1; the chunk's last row is the
+          // sampling row when the chunk ends the prompt.
+          for (int64_t j = 0; j < steps[i].n_tokens; ++j) {
+            int64_t next = s.prefilled + j + 1;
+            const float* row = s.chunk_logits.data() + static_cast<size_t>(j) * static_cast<size_t>(vocab_);
+            if (next < static_cast<int64_t>(s.prompt.size())) {
+              s.prompt_lp.push_back(prompt_token_logprob(row, s.sample_vocab, s.prompt[static_cast<size_t>(next)],
+                                                         s.params.prompt_logprobs));
+            } else {
+              std::copy(row, row + vocab_, s.logits.begin());
+            }
+          }
+        } catch (const std::exception& e) {
+          finish_seq(s, FinishReason::kError, {}, -1, e.what());
+          continue;
+        }
+      }
+      s.prefilled += steps[i].n_tokens;
+      if (s.prefilled >= static_cast<int64_t>(s.prompt.size())) std::vector<float>().swap(s.chunk_logits);
+    }
     if (!samples[i] || s.done) continue;
     try {
       process_token(s, s.logits.data());
@@ -419,7 +459,10 @@ bool Engine::process_token(Seq& s, const float* logits) {
   int tok = s.sampler->sample(logits, &info, allowed);
   info.token = tok;
   ++s.generated;
-  if (s.generated == 1) s.stream->set_first_token_time(now_seconds() - s.submit_time);
+  if (s.generated == 1) {
+    s.stream->set_first_token_time(now_seconds() - s.submit_time);
+    if (s.params.prompt_logprobs >= 0) s.stream->set_prompt_logprobs(std::move(s.prompt_lp));
+  }
   bool stop_id = s.generated > s.params.min_tokens &&
                  std::find(s.stop_ids.begin(), s.stop_ids.end(), tok) != s.stop_ids.end();
   if (stop_id) {

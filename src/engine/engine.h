@@ -52,6 +52,7 @@ struct EngineStats {
   int64_t prompt_tokens = 0, generation_tokens = 0;
   int64_t steps = 0;
   double busy_seconds = 0;        // time spent in forward + sampling
+  int64_t kv_tokens = 0;          // tokens held in the caches of the running sequences
 };
 
 class Engine {

@@ -33,6 +33,9 @@ struct GenParams {
   bool include_stop_str_in_output = false;
   bool skip_special_tokens = true;
   int logprobs = -1;                  // -1: none; N >= 0: chosen token's logprob + top N
+  // -1: none; N >= 0: the logprob (and rank) of every prompt token after the first, from the
+  // unmodified logits of the position before it, plus the top N there (vLLM prompt_logprobs).
+  int prompt_logprobs = -1;
   // Structured outputs: every sampled token must keep the output inside this grammar; EOS
   // only where it accepts; the output ends once it is complete. With grammar_start_after
   // >= 0 (the </think> id when thinking is on) the constraint starts after that token.
@@ -56,6 +59,7 @@ struct TopLogprob {
 struct TokenOut {
   int token;
   float logprob = 0.f;                // valid when logprobs were requested
+  int rank = 0;                       // 1 + tokens with a larger logprob (when logprobs were requested)
   std::vector<TopLogprob> top;        // top-N, best first
 };
 
@@ -71,6 +75,10 @@ struct GenEvent {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;      // cumulative
   double time_to_first_token = -1;    // seconds from submit, once known
+  std::vector<double> token_times;    // now_seconds() when each of `tokens` was produced
+  // prompt_logprobs: entry i is prompt token i + 1 (the first prompt token has none); sent
+  // once, with the event that carries the first sampled token.
+  std::vector<TokenOut> prompt_logprobs;
 };
 
 // The full result of a blocking generate().

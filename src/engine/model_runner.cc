@@ -61,7 +61,7 @@ class QwenRunner : public ModelRunner {
       m.tokens = s.tokens;
       m.n_tokens = s.n_tokens;
       m.logits = s.logits;
-      m.all_logits = false;
+      m.all_logits = s.all_logits;
       m.embed_rows = s.embed_rows;
       m.mrope_pos = s.mrope_pos;
       m.rope_delta = s.rope_delta;

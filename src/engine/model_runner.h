@@ -24,6 +24,7 @@ struct RunnerStep {
   const int* tokens;
   int64_t n_tokens;      // >= 1: a prefill chunk or one decode token
   float* logits;         // [vocab] row of the step's last token
+  bool all_logits = false;  // true: logits is [n_tokens][vocab], one row per token
   // Images (see Model::Step): per-token replacement embeddings (null rows: the token's
   // own), [n_tokens][3] mRoPE positions, and the decode position offset.
   const float* const* embed_rows = nullptr;

@@ -35,6 +35,7 @@ int SeqSampler::sample(const float* logits, TokenOut* info, const uint64_t* allo
   if (info) {
     info->token = r.token;
     info->logprob = r.logprob;
+    info->rank = r.rank;
     info->top.clear();
     for (const auto& t : r.top) info->top.push_back({t.token, t.logprob});
   }

@@ -117,7 +117,8 @@ Value str_method(const Value& self, const std::string& name) {
       return Value(py::replace(s, a.str(0), a.str(1), opt_int(a, 2).value_or(-1)));
     });
   if (name == "upper") return m({}, [s](const Args&) { return Value(py::upper(s)); });
-  if (name == "lower" || name == "casefold") return m({}, [s](const Args&) { return Value(py::lower(s)); });
+  if (name == "lower") return m({}, [s](const Args&) { return Value(py::lower(s)); });
+  if (name == "casefold") return m({}, [s](const Args&) { return Value(py::casefold(s)); });
   if (name == "title") return m({}, [s](const Args&) { return Value(py::title(s)); });
   if (name == "capitalize") return m({}, [s](const Args&) { return Value(py::capitalize(s)); });
   if (name == "swapcase") return m({}, [s](const Args&) { return Value(py::swapcase(s)); });

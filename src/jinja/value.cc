@@ -34,10 +34,18 @@ Value Value::callable(std::string name, std::function<Value(CallArgs&)> fn) {
   return v;
 }
 
+// Integers past int64 (JSON input up to 2^64-1) print exactly but arithmetic on
+// them is refused rather than wrapped: qinfer's template integers are 64-bit.
+int64_t checked_int64(uint64_t u) {
+  if (u > static_cast<uint64_t>(INT64_MAX))
+    throw EvalError(cat("OverflowError: integer ", u, " is past the 64-bit integers templates compute with"));
+  return static_cast<int64_t>(u);
+}
+
 int64_t Value::as_int() const {
   if (node_->is_boolean()) return node_->get<bool>() ? 1 : 0;
   if (node_->is_number_float()) return static_cast<int64_t>(node_->get<double>());
-  if (node_->is_number_unsigned()) return static_cast<int64_t>(node_->get<uint64_t>());
+  if (node_->is_number_unsigned()) return checked_int64(node_->get<uint64_t>());
   return node_->get<int64_t>();
 }
 
@@ -185,9 +193,10 @@ static double num_d(const Json& j) {
 
 static bool json_int_like(const Json& j) { return j.is_boolean() || j.is_number_integer(); }
 
-static int64_t num_i(const Json& j) {
+// Exact for every JSON integer (int64 and uint64 alike), for == and <.
+static __int128 num_i(const Json& j) {
   if (j.is_boolean()) return j.get<bool>() ? 1 : 0;
-  if (j.is_number_unsigned()) return static_cast<int64_t>(j.get<uint64_t>());
+  if (j.is_number_unsigned()) return j.get<uint64_t>();
   return j.get<int64_t>();
 }
 

@@ -17,10 +17,14 @@ namespace qinfer::jinja {
 using Json = nlohmann::ordered_json;
 class Value;
 
-// Attribute holder: namespace() objects (assignable with `set ns.x = ...`) and loop objects.
+struct Callable;
+
+// Attribute holder: namespace() objects (assignable with `set ns.x = ...`), loop objects,
+// cycler() and joiner(). `call` makes the object itself callable (loop(...) in a recursive loop).
 struct Object {
   bool is_namespace = true;
   std::map<std::string, Value> attrs;
+  std::shared_ptr<Callable> call;
 };
 
 struct CallArgs {
@@ -96,6 +100,8 @@ class Value {
   std::string hint_;
 };
 
+// u as int64_t; OverflowError (EvalError) past INT64_MAX, never a wrapped value.
+int64_t checked_int64(uint64_t u);
 // Python type name, for error messages ("str", "int", "NoneType", "dict", ...).
 std::string type_name(const Value& v);
 bool truthy(const Value& v);

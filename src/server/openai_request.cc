@@ -89,8 +89,8 @@ const char* const kCommonFields[] = {
 const char* const kChatFields[] = {
     "messages", "max_completion_tokens", "logprobs", "top_logprobs", "chat_template_kwargs", "reasoning_effort",
     "include_reasoning", "add_generation_prompt", "continue_final_message", "tools",
-    "tool_choice", "parallel_tool_calls"};
-const char* const kCompletionFields[] = {"prompt", "suffix", "echo", "logprobs", "return_token_ids"};
+    "tool_choice", "parallel_tool_calls", "prompt_logprobs"};
+const char* const kCompletionFields[] = {"prompt", "suffix", "echo", "logprobs", "return_token_ids", "prompt_logprobs"};
 
 std::string check_model(const json& body, const RequestLimits& limits) {
   auto m = opt_string(body, "model");
@@ -165,6 +165,15 @@ void parse_sampling(const json& b, const RequestLimits& limits, engine::GenParam
     auto bo = opt_int(b, "best_of");
     if (*bo != n) bad_request("best_of", "best_of: only best_of == n is supported");
   }
+}
+
+// vLLM's prompt_logprobs (0..20 here; -1, the whole vocabulary, is refused). Not with stream.
+int parse_prompt_logprobs(const json& b, bool stream) {
+  auto v = opt_int(b, "prompt_logprobs");
+  if (!v) return -1;
+  if (*v < 0 || *v > 20) bad_request("prompt_logprobs", cat("prompt_logprobs: must be in [0, 20], got ", *v));
+  if (stream) bad_request("prompt_logprobs", "prompt_logprobs: `prompt_logprobs` are not available when `stream=True`.");
+  return static_cast<int>(*v);
 }
 
 void parse_stream(const json& b, bool& stream, bool& include_usage, bool& continuous) {
@@ -394,6 +403,7 @@ ChatRequest parse_chat_request(const json& b, const RequestLimits& limits) {
     if (!r.logprobs) bad_request("top_logprobs", "top_logprobs: requires logprobs to be true");
   }
   r.gen.logprobs = r.logprobs ? static_cast<int>(top.value_or(0)) : -1;
+  r.gen.prompt_logprobs = parse_prompt_logprobs(b, r.stream);
   if (present(b, "chat_template_kwargs")) {
     if (!b["chat_template_kwargs"].is_object()) wrong_type("chat_template_kwargs", "an object", b["chat_template_kwargs"]);
     r.chat_template_kwargs = b["chat_template_kwargs"];
@@ -457,7 +467,8 @@ CompletionRequest parse_completion_request(const json& b, const RequestLimits& l
   for (const auto& t : r.prompt_texts) {
     if (t.empty()) bad_request("prompt", "prompt: must not be empty");
   }
-  if (present(b, "suffix")) bad_request("suffix", "suffix: is not supported");
+  // As vLLM's serving_completion: "suffix is not currently supported" (no FIM template here).
+  if (present(b, "suffix")) bad_request("suffix", "suffix: is not currently supported");
   parse_stream(b, r.stream, r.include_usage, r.continuous_usage);
   parse_sampling(b, limits, r.gen, r.n);
   r.gen.max_tokens = parse_max_tokens(b, nullptr, "max_tokens", limits.defaults);
@@ -467,6 +478,10 @@ CompletionRequest parse_completion_request(const json& b, const RequestLimits& l
     if (*lp < 0 || *lp > 20) bad_request("logprobs", cat("logprobs: must be in [0, 20], got ", *lp));
     r.gen.logprobs = static_cast<int>(*lp);
   }
+  r.gen.prompt_logprobs = parse_prompt_logprobs(b, r.stream);
+  // As vLLM: echo with logprobs asks for the prompt's logprobs too (same top count).
+  r.echo_logprobs = r.echo && r.gen.logprobs >= 0;
+  if (r.echo_logprobs && r.gen.prompt_logprobs < 0) r.gen.prompt_logprobs = r.gen.logprobs;
   r.structured = parse_structured_output(b);
   return r;
 }

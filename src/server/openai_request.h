@@ -56,6 +56,7 @@ struct CompletionRequest {
   std::vector<std::vector<int>> prompt_ids; // prompt given as token ids
   bool stream = false, include_usage = false, continuous_usage = false;
   bool echo = false;
+  bool echo_logprobs = false;               // echo with logprobs: the prompt's tokens lead the logprobs
   int n = 1;
   engine::GenParams gen;
   std::optional<grammar::Spec> structured;  // structured_outputs / guided_* / response_format

@@ -36,6 +36,16 @@ nlohmann::json chat_logprobs(const Tokenizer* tok, const std::vector<engine::Tok
 nlohmann::json completion_logprobs(const Tokenizer* tok, const std::vector<engine::TokenOut>& tokens,
                                    size_t text_offset_start);
 
+// vLLM's prompt_logprobs: [null, {"<id>": {"logprob", "rank", "decoded_token"}, ...}, ...], one
+// entry per prompt token; each dict holds the prompt token itself first, then the top N.
+nlohmann::json prompt_logprobs_json(const Tokenizer* tok, const std::vector<int>& prompt,
+                                    const std::vector<engine::TokenOut>& lp);
+// Completions logprobs for echo: the prompt's tokens (the first with null logprob and null
+// top_logprobs, as vLLM) followed by the generated ones; text offsets from 0.
+nlohmann::json echo_completion_logprobs(const Tokenizer* tok, const std::vector<int>& prompt,
+                                        const std::vector<engine::TokenOut>& prompt_lp,
+                                        const std::vector<engine::TokenOut>& generated);
+
 // finish_reason for the API: "stop" / "length" / "tool_calls"; an abort or error maps to
 // "abort"/"error" (vLLM reports "abort" for aborted requests).
 std::string api_finish_reason(engine::FinishReason r, bool tool_calls);

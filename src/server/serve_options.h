@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "server/openai_request.h"
 
 namespace qinfer::server {
@@ -29,9 +31,26 @@ struct ServeOptions {
   bool dense_int8 = false;
   double memory_budget = 0;                  // --memory-budget-gb, bytes; 0: what is available
   std::string experts = "auto";              // --experts auto|resident|mapped
+  // --- operational flags (vLLM spelling where vLLM has one) ---
+  std::string chat_template;                 // --chat-template: a file, or the template text itself
+  nlohmann::ordered_json default_chat_template_kwargs = nlohmann::ordered_json::object();
+  bool language_model_only = false;          // --language-model-only: image parts are refused
+  std::string mm_encoder_tp_mode;            // "weights" | "data": accepted (one CPU process: no effect)
+  bool enable_prefix_caching = false;        // accepted; logged as having no effect (not implemented)
+  std::string ssl_keyfile, ssl_certfile;     // both set: HTTPS
+  std::vector<std::string> allowed_origins = {"*"}, allowed_methods = {"*"}, allowed_headers = {"*"};
+  bool allow_credentials = false;
+  int max_waiting = 256;                     // --max-waiting-requests: queued requests beyond it get 503
+  double request_timeout = 0;                // --request-timeout S: a request running longer is ended (0: none)
+  double drain_timeout = 30;                 // --drain-timeout S: SIGTERM waits this long for running requests
+  bool access_log = true;                    // --disable-uvicorn-access-log / --disable-access-log turn it off
   bool help = false;
   std::vector<std::string> ignored;          // "--flag value" strings accepted without effect
 };
+
+// "32k" -> 32000, "32K" -> 32768, "1M" -> 1048576, "25.6k" -> 25600, "-1"/"auto" -> 0 (the model's),
+// as vLLM's human_readable_int (lower case decimal, upper case binary, no decimals with binary).
+int64_t parse_model_len(const std::string& flag, const std::string& value);
 
 // argv after "serve". Throws qinfer::Error naming the flag on bad input.
 ServeOptions parse_serve_options(int argc, char** argv);

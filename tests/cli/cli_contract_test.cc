@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <sstream>
@@ -393,6 +394,70 @@ TEST_F(DemoModel, ChatHideThinkingShowsAMarker) {
   r = chat("hi\n/exit\n", "--max-tokens 3 --hide-thinking --no-think");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(r.out.find("(thinking...)"), std::string::npos) << r.out;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// /help, an unknown /command (reported, not sent: no reply is generated), /system, multi-line input,
+// /save then /load of the conversation as OpenAI-shaped JSON messages.
+TEST_F(DemoModel, ChatCommandsSaveAndLoad) {
+  std::string saved = temp_path("conv.json"), again = temp_path("conv2.json"), bad = temp_path("bad.json");
+  fs::remove(saved);
+  RunResult r = chat("/help\n/frobnicate now\n/system be brief\nfirst \\\nsecond\n\"\"\"\nblock one\nblock two\n\"\"\"\n"
+                     "/save " + saved + "\n/exit\n", "--max-tokens 2 --no-think");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("/save FILE"), std::string::npos) << r.out;  // /help lists the commands
+  EXPECT_NE(r.out.find("unknown command /frobnicate"), std::string::npos) << r.out;
+  nlohmann::json conv = nlohmann::json::parse(slurp(saved));
+  ASSERT_EQ(conv.size(), 5u) << conv.dump();  // system + 2 x (user, assistant): the unknown command sent nothing
+  EXPECT_EQ(conv[0], (nlohmann::json{{"role", "system"}, {"content", "be brief"}}));
+  EXPECT_EQ(conv[1], (nlohmann::json{{"role", "user"}, {"content", "first \nsecond"}}));
+  EXPECT_EQ(conv[2]["role"], "assistant");
+  EXPECT_EQ(conv[3], (nlohmann::json{{"role", "user"}, {"content", "block one\nblock two"}}));
+  // /load brings the same conversation back; --system is replaced by the file's.
+  r = chat("/load " + saved + "\n/save " + again + "\n/exit\n", "--system other --max-tokens 2");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("loaded 5 messages"), std::string::npos) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(slurp(again)), conv);
+  // A loaded conversation continues: one more turn adds a user and an assistant message.
+  r = chat("/load " + saved + "\nmore\n/save " + again + "\n/exit\n", "--max-tokens 2 --no-think");
+  EXPECT_EQ(nlohmann::json::parse(slurp(again)).size(), 7u) << r.out;
+  // Bad files are reported with the file and the message index, and the chat goes on.
+  std::ofstream(bad) << R"([{"role": "user", "content": "x"}, {"role": "robot", "content": "y"}])";
+  r = chat("/load " + bad + "\n/load " + temp_path("missing.json") + "\n/save\n/system\n/save " + again + "\n/exit\n",
+           "--system keep --max-tokens 2");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find(bad + ": messages[1].role: 'robot'"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("missing.json: cannot open"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("/save needs a file name"), std::string::npos) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(slurp(again)), nlohmann::json::array());  // /system with no text removed it
+}
+
+// On a real terminal (a pty through script(1)): libedit line editing (backspace), history
+// recall with the up arrow, the history file under $XDG_STATE_HOME/qinfer, and bracketed
+// paste (a multi-line paste is one message; a one-line paste is typed into the line).
+TEST_F(DemoModel, ChatLineEditingOnATerminal) {
+  if (std::system("command -v script >/dev/null 2>&1") != 0) GTEST_SKIP() << "script(1) not installed";
+  std::string state = temp_path("state"), saved = temp_path("tty.json"), keys = temp_path("keys.txt");
+  fs::remove_all(state);
+  fs::remove(saved);
+  std::ofstream(keys) << "/system one\r\x1b[A two\r"
+                       << "say: \x1b[200~hello\nworld\x1b[201~"
+                       << "\x1b[200~/sa\x1b[201~ve " << saved << "X\x7f\r/exit\r";
+  std::string cmd = "XDG_STATE_HOME=" + state + " timeout 120 script -qec '" + std::string(QINFER_BINARY) +
+                    " chat --model " + dir_ + " --max-tokens 2 --no-think' /dev/null < " + keys + " > /dev/null 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  nlohmann::json conv = nlohmann::json::parse(slurp(saved));  // the X was erased by the backspace
+  ASSERT_EQ(conv.size(), 3u) << conv.dump();
+  EXPECT_EQ(conv[0]["content"], "one two");  // the up arrow brought back "/system one"
+  EXPECT_EQ(conv[1], (nlohmann::json{{"role", "user"}, {"content", "say: hello\nworld"}}));
+  std::string hist = slurp(state + "/qinfer/chat_history");
+  EXPECT_NE(hist.find("/system\\040one\\040two"), std::string::npos) << hist;
 }
 
 // /image: a bad file is reported (naming it) and the chat goes on; an image for this

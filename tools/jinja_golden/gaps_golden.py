@@ -1,0 +1,81 @@
+#!/usr/bin/python3
+"""Expected outputs for tests/jinja/jinja_gaps_test.cc, rendered with the real Jinja2
+(Debian python3-jinja2) in the sandboxed environment transformers uses. Prints C++
+initialiser rows {template, context JSON, expected} to paste into the test.
+
+Run:  /usr/bin/python3 tools/jinja_golden/gaps_golden.py
+"""
+import json
+
+import jinja2.ext
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+CASES = [
+    # loop.changed
+    ("{% for x in xs %}{% if loop.changed(x.g) %}[{{ x.g }}]{% endif %}{{ x.v }}{% endfor %}",
+     {"xs": [{"g": "a", "v": 1}, {"g": "a", "v": 2}, {"g": "b", "v": 3}, {"g": "a", "v": 4}]}),
+    ("{% for x in [1,1,2,2,1] %}{{ loop.changed(x, 0) }},{% endfor %}", {}),
+    # recursive loops
+    ("{% for n in tree recursive %}<{{ n.name }}@{{ loop.depth }}/{{ loop.depth0 }}"
+     "{% if n.children %}{{ loop(n.children) }}{% endif %}>{% endfor %}",
+     {"tree": [{"name": "a", "children": [{"name": "b", "children": [{"name": "c"}]}, {"name": "d"}]},
+               {"name": "e"}]}),
+    ("{% for n in tree if n.keep recursive %}{{ n.name }}{% if n.c %}({{ loop(n.c) }}){% endif %}{% endfor %}",
+     {"tree": [{"name": "a", "keep": 1, "c": [{"name": "x", "keep": 0}, {"name": "y", "keep": 1}]},
+               {"name": "b", "keep": 0}]}),
+    # truncate
+    ("{{ 'foo bar baz qux quux' | truncate(9) }}", {}),
+    ("{{ 'foo bar baz qux quux' | truncate(9, true) }}", {}),
+    ("{{ 'foo bar baz qux quux' | truncate(11, false, '!', 0) }}", {}),
+    ("{{ 'short' | truncate(3, leeway=2) }}", {}),
+    ("{{ 'abcdefgh' | truncate(5, leeway=0) }}", {}),
+    ("{{ 'ééé ééé ééé' | truncate(6, leeway=0) }}", {}),
+    ("{{ s | truncate }}", {"s": "word " * 60}),
+    # striptags
+    ("{{ '<p>Hello <b>world</b></p>  <!-- c <x> -->\n\tbye &amp; &lt;ok&gt; &#65;&#x42; &raquo;' | striptags }}", {}),
+    ("{{ 'a <b\nc> d' | striptags }}", {}),
+    ("{{ 5 | striptags }}", {}),
+    # slice
+    ("{% for col in [1,2,3,4,5,6,7] | slice(3) %}{{ col | join(',') }};{% endfor %}", {}),
+    ("{% for col in [1,2,3,4,5] | slice(3, 0) %}{{ col | join(',') }};{% endfor %}", {}),
+    ("{{ [1,2] | slice(4) | list | length }}", {}),
+    ("{% for col in 'abcde' | slice(2) %}{{ col | join }}|{% endfor %}", {}),
+    # cycler
+    ("{% set c = cycler('odd', 'even') %}{% for i in range(5) %}{{ c.next() }} {% endfor %}"
+     "{{ c.current }}", {}),
+    ("{% set c = cycler(1, 2, 3) %}{{ c.next() }}{{ c.next() }}{{ c.reset() }}{{ c.current }}{{ c.next() }}", {}),
+    # joiner
+    ("{% set pipe = joiner('|') %}{% for x in 'abc' %}{{ pipe() }}{{ x }}{% endfor %}", {}),
+    ("{% set j = joiner() %}{{ j() }}a{{ j() }}b{{ j() }}c", {}),
+    # casefold
+    ("{{ 'Straße'.casefold() }} {{ 'ΣΑΣ'.casefold() }} {{ 'ǅ'.casefold() }} {{ 'ABC'.casefold() }}", {}),
+    ("{{ 'Straße'.casefold() == 'STRASSE'.casefold() }} {{ 'Straße'.lower() }}", {}),
+    # integers near and past 64 bits that print and compare exactly
+    ("{{ n }} {{ n == 18446744073709551615 }} {{ n > 9223372036854775807 }}",
+     {"n": 18446744073709551615}),
+    ("{{ 9223372036854775806 + 1 }}", {}),
+]
+
+
+def make_env():
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                        extensions=[jinja2.ext.loopcontrols, jinja2.ext.do])
+    return env
+
+
+def cxx(s):
+    return json.dumps(s, ensure_ascii=False)
+
+
+def main():
+    env = make_env()
+    for src, ctx in CASES:
+        try:
+            out = env.from_string(src).render(**ctx)
+        except Exception as e:  # noqa: BLE001  (shown, so a case that errors is noticed)
+            out = "!" + type(e).__name__ + ": " + str(e)
+        print("    {%s,\n     %s,\n     %s}," % (cxx(src), cxx(json.dumps(ctx)), cxx(out)))
+
+
+if __name__ == "__main__":
+    main()
