@@ -1,11 +1,12 @@
 #include "cli/chat_commands.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "cli/image_flags.h"
 #include "util/error.h"
+#include "util/json_parse.h"
 
 namespace qinfer::cli {
 
@@ -33,12 +34,8 @@ void save_conversation(const ChatState& st, const std::string& path) {
 
 void load_conversation(ChatState& st, const std::string& path) {
   if (path.empty()) throw Error("/load needs a file name: /load FILE");
-  std::ifstream f(path);
-  if (!f) throw Error(cat(path, ": cannot open (does it exist?)"));
-  std::stringstream ss;
-  ss << f.rdbuf();
-  nlohmann::json j = nlohmann::json::parse(ss.str(), nullptr, false);
-  if (j.is_discarded()) throw Error(cat(path, ": not valid JSON"));
+  if (!std::filesystem::exists(path)) throw Error(cat(path, ": cannot open (does it exist?)"));
+  nlohmann::json j = read_json_file(path);  // errors name the file
   if (j.is_object() && j.contains("messages")) j = j["messages"];
   if (!j.is_array()) throw Error(cat(path, ": expected a JSON array of messages (or {\"messages\": [...]})"));
   ChatState next;

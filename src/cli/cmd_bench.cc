@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "cli/bench_speculative.h"
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
 #include "model/expert_cache.h"
@@ -95,20 +96,27 @@ void print_profile(const char* what) {
 int cmd_bench(int argc, char** argv) {
   Args a(argc, argv, {{"model", true}, {"threads", true}, {"dense", true}, {"prefill", true}, {"rounds", true},
                       {"contexts", true}, {"decode-tokens", true}, {"mmap-dense", false}, {"help", false},
-                      {"memory-budget-gb", true}, {"max-model-len", true}, {"experts", true}});
+                      {"memory-budget-gb", true}, {"max-model-len", true}, {"experts", true},
+                      {"speculative", true}, {"draft-vocab", true}, {"draft-int8", false}});
   if (a.has("help")) {
     std::fprintf(stderr,
                  "usage: qinfer bench --model DIR [--threads N] [--dense bf16|int8] [--prefill 512,2048]\n"
                  "                    [--contexts 0,4096,32768] [--decode-tokens 8] [--rounds 5] [--mmap-dense]\n"
                  "Decode times --rounds x --decode-tokens steps per context, each right after a bandwidth probe.\n"
                  "--mmap-dense reads dense weights from the checkpoint mapping instead of a huge-page copy.\n"
-                 "QINFER_PROFILE=1 adds a per-part time breakdown of each phase.\n%s",
+                 "QINFER_PROFILE=1 adds a per-part time breakdown of each phase.\n"
+                 "--speculative K [--draft-vocab N] [--draft-int8] instead measures MTP speculative decoding (k = 1..K):\n"
+                 "verify and draft costs against a decode step and oracle-acceptance tokens/s (needs mtp.*).\n%s",
                  memory_flags_help());
     return 0;
   }
   LoadOptions lo = load_options_from_args(a);
   if (lo.threads > 0) ThreadPool::set_global_threads(lo.threads);  // before the bandwidth probe
   lo.resident_dense = !a.has("mmap-dense");
+  const int speculative = static_cast<int>(a.get_int("speculative", 0));
+  if (a.has("speculative") && (speculative < 1 || speculative > 4)) fail("--speculative must be 1..4, got ", speculative);
+  const int64_t draft_vocab = a.get_int("draft-vocab", 0);
+  lo.load_mtp = speculative > 0;
   std::vector<int> prefills = parse_int_list(a.get_or("prefill", "512,2048"), "--prefill");
   std::vector<int> contexts = parse_int_list(a.get_or("contexts", "0,4096,32768"), "--contexts");
   const int decode_tokens = static_cast<int>(a.get_int("decode-tokens", 8));
@@ -153,6 +161,11 @@ int cmd_bench(int argc, char** argv) {
               db.total(0) / 1e9, db.dense / 1e9, db.experts / 1e9, db.lm_head / 1e9, db.state / 1e9,
               db.kv_per_token / 1e3);
 
+  if (speculative > 0) {
+    bench_speculative(*model, speculative, static_cast<int>(a.get_int("rounds", 5)), draft_vocab,
+                      a.has("draft-int8"));
+    return 0;
+  }
   for (int n : prefills)
     if (n <= 0 || n > model->max_context()) fail("--prefill ", n, " is outside 1..", model->max_context());
   auto prefill_seconds = [&](int n) {  // n random tokens into a new sequence

@@ -49,6 +49,13 @@ int cmd_serve(int argc, char** argv) {
   std::printf("qinfer serve: listening on %s://%s:%d\n", scheme, o.host.c_str(), port);
   std::fflush(stdout);
   log_info("listening on ", scheme, "://", o.host, ":", port, " (loading the model; /health is 503 until ready)");
+  if (o.host == "127.0.0.1" || o.host == "localhost" || o.host == "::1") {
+    log_info("listening on ", o.host, " only (loopback): other machines cannot connect; pass --host 0.0.0.0 to serve them");
+  } else {
+    log_info("listening on ", o.host, " (reachable from other machines)",
+             o.api_key.empty() ? "; no API key is set (--api-key or QINFER_API_KEY / VLLM_API_KEY)" : "");
+  }
+  if (!o.api_key.empty()) log_info("API key required on /v1/* (from ", o.api_key_source, ")");
 
   engine::EngineOptions eo;
   eo.max_num_seqs = o.max_num_seqs;
@@ -59,6 +66,7 @@ int cmd_serve(int argc, char** argv) {
   eo.load.dense_int8 = o.dense_int8;
   eo.load.memory_budget = o.memory_budget;
   eo.load.experts = experts;
+  eo.spec = o.spec;
   eo.load.load_vision = o.max_images_per_prompt > 0;   // vLLM's '{"image": 0}': text only
   std::unique_ptr<engine::Engine> engine;
   try {

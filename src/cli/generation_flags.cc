@@ -67,7 +67,7 @@ std::vector<OptionSpec> generation_option_specs() {
           {"repetition-penalty", true}, {"presence-penalty", true}, {"frequency-penalty", true},
           {"seed", true}, {"stop", true, true}, {"max-tokens", true}, {"threads", true}, {"dense", true},
           {"ignore-eos", false}, {"help", false}, {"memory-budget-gb", true}, {"max-model-len", true},
-          {"experts", true}};
+          {"experts", true}, {"speculative-config", true}};
 }
 
 std::vector<OptionSpec> memory_option_specs() {
@@ -85,7 +85,8 @@ const char* generation_flags_help() {
          "  --repetition-penalty R  --presence-penalty P  --frequency-penalty F\n"
          "  --seed S  --stop STR (repeatable)  --max-tokens N  --ignore-eos\n"
          "  --threads N  --dense bf16|int8\n"
-         "  --memory-budget-gb G  --max-model-len N  --experts auto|resident|mapped\n";
+         "  --memory-budget-gb G  --max-model-len N  --experts auto|resident|mapped\n"
+         "  --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":K}'  (MTP drafting, K 1..4)\n";
 }
 
 engine::GenParams gen_params_from_args(const Args& a, double default_temperature) {
@@ -147,6 +148,7 @@ engine::EngineOptions engine_options_from_args(const Args& a) {
   o.load.memory_budget = lo.memory_budget;
   o.load.experts = lo.experts;
   o.max_model_len = lo.max_model_len;
+  if (a.has("speculative-config")) o.spec = engine::parse_speculative_config(a.get("speculative-config"));
   return o;
 }
 

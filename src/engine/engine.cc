@@ -1,6 +1,7 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <climits>
 #include <filesystem>
 
 #include "io/config.h"
@@ -37,6 +38,19 @@ struct Engine::Seq {
   std::vector<TokenOut> prompt_lp;    // prompt_logprobs gathered so far
   double submit_time = 0;
   bool done = false;
+  // Speculative decoding (engine options spec): this request drafts.
+  bool spec = false;
+  std::vector<int> drafts;            // proposed after the last step, verified in the next
+  std::vector<int> run;               // this step's input: [next_token, drafts verified]
+  std::vector<float> hidden;          // this step's post-norm hidden rows (the draft head's input)
+  std::vector<int> context;           // prompt + output so far (for the draft source)
+  std::vector<int> draft_next;        // the draft request's next_tokens
+  // Rows a failed draft call never delivered (from position unsent_pos0 on; -1: none):
+  // the next request starts with them, so the draft source's caches see every row.
+  int64_t unsent_pos0 = -1;
+  std::vector<int> unsent_next;
+  std::vector<float> unsent_hidden;
+  int draft_failures = 0;             // in a row; at kMaxDraftFailures the request stops drafting
   // Images: the expanded prompt's mRoPE positions and image token ranges; the tower's
   // output (computed when prefill starts) and one embedding row pointer per prompt token.
   bool has_images = false;
@@ -47,6 +61,7 @@ struct Engine::Seq {
 
 namespace {
 
+constexpr int kMaxDraftFailures = 3;
 // A request asking for prompt_logprobs prefills this many tokens per step at most, so the
 // all-rows logits of a chunk stay small ([16][vocab] floats: 16 MB for Qwen3.5).
 constexpr int64_t kPromptLogprobsChunk = 16;
@@ -68,6 +83,11 @@ std::unique_ptr<Engine> Engine::load(const std::string& dir, const EngineOptions
     lo.max_model_len =
         resolve_max_model_len(opts.max_model_len, load_config(dir).text.max_position_embeddings,
                               opts.allow_long_max_model_len, (fs::path(dir) / "config.json").string());
+  }
+  if (opts.spec.enabled() && !opts.spec.draft_override) {
+    lo.load_mtp = true;
+    lo.draft_vocab = opts.spec.draft_vocab_size;
+    lo.draft_int8 = opts.spec.draft_int8;
   }
   auto runner = load_model_runner(dir, lo);
   std::unique_ptr<Tokenizer> tok;
@@ -100,6 +120,16 @@ Engine::Engine(std::unique_ptr<ModelRunner> model, std::unique_ptr<Tokenizer> to
     log_warn("--max-model-len ", opts_.max_model_len, " is above the model's maximum context (",
              max_model_len_, " tokens) and long lengths are allowed: serving with max_model_len ",
              max_model_len_);
+  }
+  if (opts_.spec.enabled()) {
+    drafter_ = opts_.spec.draft_override ? opts_.spec.draft_override : model_->draft_source();
+    if (!drafter_) fail("--speculative-config: the model has no draft head loaded (MTP)");
+    if (model_->hidden_size() <= 0) fail("--speculative-config: this model runner does not support speculation");
+    stats_.spec.accepted_per_pos.assign(static_cast<size_t>(opts_.spec.num_speculative_tokens), 0);
+    log_info("speculative decoding: ", opts_.spec.method, ", ", opts_.spec.num_speculative_tokens,
+             " draft tokens per step", opts_.spec.disable_by_batch_size > 0
+                 ? cat(", off in steps with ", opts_.spec.disable_by_batch_size, " or more decoding sequences")
+                 : std::string());
   }
   eos_ids_ = model_->eos_token_ids();
   if (tokenizer_) {
@@ -141,9 +171,11 @@ int64_t Engine::check_context(int64_t prompt_tokens, int64_t max_tokens) const {
          prompt_tokens, " input tokens. Please reduce the length of the input messages.");
   }
   if (max_tokens < 0) return max_model_len_ - prompt_tokens;
-  if (prompt_tokens + max_tokens > max_model_len_) {
+  if (max_tokens > max_model_len_ - prompt_tokens) {  // no prompt + max_tokens: it can overflow
+    const std::string total = max_tokens > INT64_MAX - prompt_tokens ? std::string("more than 2^63")
+                                                                     : std::to_string(prompt_tokens + max_tokens);
     fail("This model's maximum context length is ", max_model_len_, " tokens. However, you requested ",
-         prompt_tokens + max_tokens, " tokens (", prompt_tokens, " in the messages, ", max_tokens,
+         total, " tokens (", prompt_tokens, " in the messages, ", max_tokens,
          " in the completion). Please reduce the length of the messages or completion.");
   }
   return max_tokens;
@@ -198,6 +230,8 @@ std::shared_ptr<RequestStream> Engine::submit(std::vector<int> prompt, const Gen
                                                     params.grammar_start_after);
   }
   s->params = params;
+  // Image requests decode without drafts: the MTP head's rotary positions are text positions.
+  s->spec = drafter_ != nullptr && params.speculate && !has_images;
   s->submit_time = now_seconds();
   s->stream = std::make_shared<RequestStream>(static_cast<int64_t>(prompt.size()));
   s->prompt = std::move(prompt);
@@ -209,6 +243,13 @@ std::shared_ptr<RequestStream> Engine::submit(std::vector<int> prompt, const Gen
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (stop_) fail("engine is shutting down");
+    int64_t queued_tokens = static_cast<int64_t>(s->prompt.size());
+    for (const auto& q : queue_) queued_tokens += static_cast<int64_t>(q->prompt.size());
+    if (static_cast<int64_t>(queue_.size()) >= opts_.max_queued_seqs || queued_tokens > opts_.max_queued_tokens) {
+      throw EngineBusy(cat("the server is overloaded: ", queue_.size(), " sequences (", queued_tokens - static_cast<int64_t>(s->prompt.size()),
+                           " prompt tokens) are already waiting; limits are ", opts_.max_queued_seqs, " sequences and ",
+                           opts_.max_queued_tokens, " tokens. Retry later."));
+    }
     queue_.push_back(std::move(s));
     stats_.queued = static_cast<int64_t>(queue_.size());
   }
@@ -270,7 +311,21 @@ void Engine::finish_seq(Seq& s, FinishReason r, const std::string& stop_str, int
     else if (r == FinishReason::kError) ++stats_.requests_failed;
     else ++stats_.requests_finished;
   }
-  s.stream->finish(r, stop_str, stop_token, error);
+  if (in_step_) finishes_.push_back({&s, r, stop_str, stop_token, error});
+  else s.stream->finish(r, stop_str, stop_token, error);
+}
+
+void Engine::step(std::vector<std::unique_ptr<Seq>>& active) {
+  struct Flush {   // also when step_batch throws
+    Engine* e;
+    ~Flush() {
+      e->in_step_ = false;
+      for (auto& f : e->finishes_) f.seq->stream->finish(f.reason, f.stop_str, f.stop_token, f.error);
+      e->finishes_.clear();
+    }
+  } flush{this};
+  in_step_ = true;
+  step_batch(active);
 }
 
 void Engine::loop() {
@@ -322,24 +377,58 @@ void Engine::loop() {
   active_count_ = 0;
 }
 
-void Engine::step(std::vector<std::unique_ptr<Seq>>& active) {
+int Engine::draft_room(const Seq& s) const {
+  // The verify run writes positions n .. n+k (n = the next input's position) and emits
+  // up to k+1 tokens: stay inside max_tokens and max_model_len.
+  const int64_t n = static_cast<int64_t>(s.prompt.size()) + s.generated - 1;
+  int64_t room = std::min<int64_t>(s.max_tokens - s.generated - 1, max_model_len_ - n - 2);
+  room = std::min<int64_t>(room, static_cast<int64_t>(s.drafts.size()));
+  return static_cast<int>(std::max<int64_t>(room, 0));
+}
+
+void Engine::propose_drafts(std::vector<DraftRequest>& reqs) {
+  if (reqs.empty()) return;
+  drafter_->propose(reqs);
+}
+
+void Engine::step_batch(std::vector<std::unique_ptr<Seq>>& active) {
   double t0 = now_seconds();
   std::vector<RunnerStep> steps;
   std::vector<Seq*> owners;
   std::vector<char> samples;  // whether the step's last token gets sampled
   steps.reserve(active.size());
+  const int K = opts_.spec.num_speculative_tokens;
+  const int64_t H = drafter_ ? model_->hidden_size() : 0;
   for (auto& s : active) {
     if (!s->state) {
       s->state = model_->new_sequence();
-      s->logits.assign(static_cast<size_t>(vocab_), 0.f);
+      s->logits.assign(static_cast<size_t>(vocab_) * (s->spec ? K + 1 : 1), 0.f);
+      if (s->spec) s->context = s->prompt;
     }
   }
   encode_pending_images(active);
-  // Decoding sequences first: one token each.
+  // Speculation is off in this step when the batch is large (vLLM's disable_by_batch_size).
+  int64_t decoding = 0;
+  for (auto& s : active) decoding += s->prefilled >= static_cast<int64_t>(s->prompt.size());
+  const bool drafting = drafter_ && (opts_.spec.disable_by_batch_size <= 0 ||
+                                     decoding < opts_.spec.disable_by_batch_size);
+  // Decoding sequences first: one token each, or the next token and its drafts.
   for (auto& s : active) {
     if (s->done || s->prefilled < static_cast<int64_t>(s->prompt.size())) continue;
-    steps.push_back({s->state.get(), &s->next_token, 1, s->logits.data()});
-    if (s->has_images) steps.back().rope_delta = s->mm.rope_delta;
+    if (s->spec) {
+      const int k = drafting ? draft_room(*s) : 0;
+      s->run.assign(1, s->next_token);
+      s->run.insert(s->run.end(), s->drafts.begin(), s->drafts.begin() + k);
+      s->hidden.resize(static_cast<size_t>((k + 1) * H));
+      RunnerStep st{s->state.get(), s->run.data(), k + 1, s->logits.data()};
+      st.all_logits = true;
+      st.hidden = s->hidden.data();
+      st.keep_states = k > 0;
+      steps.push_back(st);
+    } else {
+      steps.push_back({s->state.get(), &s->next_token, 1, s->logits.data()});
+      if (s->has_images) steps.back().rope_delta = s->mm.rope_delta;
+    }
     owners.push_back(s.get());
     samples.push_back(1);
   }
@@ -351,17 +440,21 @@ void Engine::step(std::vector<std::unique_ptr<Seq>>& active) {
     if (remain <= 0 || s->done) continue;
     if (budget <= 0) break;
     int64_t n = std::min(remain, budget);
+    RunnerStep st{s->state.get(), s->prompt.data() + s->prefilled, n, s->logits.data()};
     if (s->params.prompt_logprobs >= 0) {
       n = std::min(n, kPromptLogprobsChunk);
       s->chunk_logits.resize(static_cast<size_t>(n) * static_cast<size_t>(vocab_));
-      steps.push_back({s->state.get(), s->prompt.data() + s->prefilled, n, s->chunk_logits.data(), true});
-    } else {
-      steps.push_back({s->state.get(), s->prompt.data() + s->prefilled, n, s->logits.data()});
+      st = {s->state.get(), s->prompt.data() + s->prefilled, n, s->chunk_logits.data(), true};
+    }
+    if (s->spec) {
+      s->hidden.resize(static_cast<size_t>(n * H));
+      st.hidden = s->hidden.data();
     }
     if (s->has_images) {
-      steps.back().embed_rows = s->embed_rows.data() + s->prefilled;
-      steps.back().mrope_pos = s->mm.positions.data() + s->prefilled * 3;
+      st.embed_rows = s->embed_rows.data() + s->prefilled;
+      st.mrope_pos = s->mm.positions.data() + s->prefilled * 3;
     }
+    steps.push_back(st);
     owners.push_back(s.get());
     samples.push_back(n == remain);
     budget -= n;
@@ -385,10 +478,16 @@ void Engine::step(std::vector<std::unique_ptr<Seq>>& active) {
     }
   }
   int64_t generated = 0;
+  SpecDecodeStats spec;
+  spec.accepted_per_pos.assign(static_cast<size_t>(K), 0);
+  std::vector<DraftRequest> reqs;
+  std::vector<Seq*> req_owner;
   for (size_t i = 0; i < steps.size(); ++i) {
     if (!ok[i]) continue;
     Seq& s = *owners[i];
-    if (s.prefilled < static_cast<int64_t>(s.prompt.size())) {
+    const bool prefill = s.prefilled < static_cast<int64_t>(s.prompt.size());
+    const int64_t pos0 = prefill ? s.prefilled : static_cast<int64_t>(s.prompt.size()) + s.generated - 1;
+    if (prefill) {
       if (steps[i].all_logits) {
         try {
           // Row j predicts prompt token prefilled + j + 1; the chunk's last row is the
@@ -411,12 +510,111 @@ void Engine::step(std::vector<std::unique_ptr<Seq>>& active) {
       s.prefilled += steps[i].n_tokens;
       if (s.prefilled >= static_cast<int64_t>(s.prompt.size())) std::vector<float>().swap(s.chunk_logits);
     }
-    if (!samples[i] || s.done) continue;
+    if (s.done) continue;
+    if (!s.spec) {
+      if (!samples[i]) continue;
+      try {
+        process_token(s, s.logits.data());
+        ++generated;
+      } catch (const std::exception& e) {
+        finish_seq(s, FinishReason::kError, {}, -1, e.what());
+      }
+      continue;
+    }
     try {
-      process_token(s, s.logits.data());
-      ++generated;
+      DraftRequest q;
+      q.seq = s.state.get();
+      q.pos0 = pos0;
+      q.hidden = s.hidden.data();
+      s.draft_next.clear();
+      if (prefill) {
+        const int64_t end = s.prefilled;   // rows pos0 .. end-1: the next token of each is the prompt's
+        s.draft_next.assign(s.prompt.begin() + pos0 + 1, s.prompt.begin() + std::min<int64_t>(end + 1, s.prompt.size()));
+        if (samples[i]) {
+          const bool finished = process_token(s, s.logits.data());
+          ++generated;
+          if (finished) continue;
+          s.draft_next.push_back(s.next_token);
+          s.context.push_back(s.next_token);
+        }
+      } else {
+        // Verify: row t was fed run[t]; the draft run[t+1] is checked against row t.
+        const int k = static_cast<int>(steps[i].n_tokens) - 1;
+        int accepted = 0;
+        bool finished = false;
+        for (int t = 0; t <= k && !finished; ++t) {
+          TokenOut info;
+          bool acc = false;
+          const int draft = t < k ? s.run[t + 1] : -1;
+          info.token = s.sampler->sample_draft(s.logits.data() + static_cast<size_t>(t) * vocab_, draft, &info, &acc,
+                                                grammar_mask(s));
+          ++generated;
+          finished = emit_token(s, info);
+          if (!finished) s.context.push_back(info.token);
+          if (t < k && acc) {
+            ++accepted;
+            ++spec.accepted_per_pos[t];
+          } else {
+            break;
+          }
+        }
+        if (k > 0) {
+          ++spec.num_drafts;
+          spec.num_draft_tokens += k;
+          spec.num_accepted_tokens += accepted;
+        }
+        if (finished) continue;
+        if (k > 0) model_->rollback(s.state.get(), accepted + 1);
+        s.draft_next.assign(s.run.begin() + 1, s.run.begin() + 1 + accepted);
+        s.draft_next.push_back(s.next_token);
+      }
+      q.next_tokens = s.draft_next.data();
+      q.n = static_cast<int64_t>(s.draft_next.size());
+      if (s.unsent_pos0 >= 0) {   // the rows of a failed draft call come first
+        s.unsent_next.insert(s.unsent_next.end(), q.next_tokens, q.next_tokens + q.n);
+        s.unsent_hidden.insert(s.unsent_hidden.end(), q.hidden, q.hidden + q.n * H);
+        q.pos0 = s.unsent_pos0;
+        q.next_tokens = s.unsent_next.data();
+        q.hidden = s.unsent_hidden.data();
+        q.n = static_cast<int64_t>(s.unsent_next.size());
+      }
+      q.k = drafting && s.prefilled >= static_cast<int64_t>(s.prompt.size()) ? K : 0;
+      q.context = &s.context;
+      s.drafts.clear();
+      reqs.push_back(std::move(q));
+      req_owner.push_back(&s);
     } catch (const std::exception& e) {
       finish_seq(s, FinishReason::kError, {}, -1, e.what());
+    }
+  }
+  try {
+    propose_drafts(reqs);
+    for (size_t r = 0; r < reqs.size(); ++r) {
+      Seq& s = *req_owner[r];
+      s.drafts = std::move(reqs[r].drafts);
+      s.unsent_pos0 = -1;
+      s.unsent_next.clear();
+      s.unsent_hidden.clear();
+      s.draft_failures = 0;
+    }
+  } catch (const std::exception& e) {
+    // A failing draft source costs speed, never output: those sequences decode without
+    // drafts, and their rows go to the source with the next request. After
+    // kMaxDraftFailures failures in a row a request stops speculating.
+    log_warn("drafting failed (", e.what(), "); continuing without drafts this step");
+    for (size_t r = 0; r < reqs.size(); ++r) {
+      Seq& s = *req_owner[r];
+      s.drafts.clear();
+      if (s.unsent_pos0 < 0) {
+        const DraftRequest& q = reqs[r];
+        s.unsent_pos0 = q.pos0;
+        s.unsent_next.assign(q.next_tokens, q.next_tokens + q.n);
+        s.unsent_hidden.assign(q.hidden, q.hidden + q.n * H);
+      }
+      if (++s.draft_failures >= kMaxDraftFailures) {
+        s.spec = false;
+        log_warn("request stops speculating after ", kMaxDraftFailures, " failed draft calls in a row");
+      }
     }
   }
   std::lock_guard<std::mutex> lk(mu_);
@@ -424,6 +622,11 @@ void Engine::step(std::vector<std::unique_ptr<Seq>>& active) {
   stats_.prompt_tokens += prefill_tokens;
   stats_.generation_tokens += generated;
   stats_.busy_seconds += now_seconds() - t0;
+  stats_.spec.num_drafts += spec.num_drafts;
+  stats_.spec.num_draft_tokens += spec.num_draft_tokens;
+  stats_.spec.num_accepted_tokens += spec.num_accepted_tokens;
+  for (size_t p = 0; p < spec.accepted_per_pos.size() && p < stats_.spec.accepted_per_pos.size(); ++p)
+    stats_.spec.accepted_per_pos[p] += spec.accepted_per_pos[p];
 }
 
 void Engine::encode_pending_images(std::vector<std::unique_ptr<Seq>>& active) {
@@ -454,10 +657,20 @@ void Engine::encode_pending_images(std::vector<std::unique_ptr<Seq>>& active) {
 
 bool Engine::process_token(Seq& s, const float* logits) {
   TokenOut info;
-  const uint64_t* allowed = nullptr;
-  if (s.grammar && s.grammar->active()) allowed = s.grammar->mask(s.generated + 1 > s.params.min_tokens);
-  int tok = s.sampler->sample(logits, &info, allowed);
-  info.token = tok;
+  info.token = s.sampler->sample(logits, &info, grammar_mask(s));
+  return emit_token(s, info);
+}
+
+// The structured-output mask for the next token of s (nullptr without an active grammar).
+// Verification calls it before each token it checks: emit_token has advanced the grammar
+// through the tokens accepted before it, so the mask is the one plain decoding would use.
+const uint64_t* Engine::grammar_mask(Seq& s) {
+  if (!s.grammar || !s.grammar->active()) return nullptr;
+  return s.grammar->mask(s.generated + 1 > s.params.min_tokens);
+}
+
+bool Engine::emit_token(Seq& s, const TokenOut& info) {
+  const int tok = info.token;
   ++s.generated;
   if (s.generated == 1) {
     s.stream->set_first_token_time(now_seconds() - s.submit_time);

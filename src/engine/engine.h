@@ -21,8 +21,10 @@
 #include <vector>
 
 #include "engine/gen_params.h"
+#include "util/error.h"
 #include "engine/model_runner.h"
 #include "engine/request_stream.h"
+#include "engine/speculative.h"
 
 namespace qinfer {
 class Tokenizer;
@@ -43,7 +45,19 @@ struct EngineOptions {
   // is an error unless this is set; then it is lowered to the model's context (the model
   // cannot attend past it) with a warning.
   bool allow_long_max_model_len = false;
+  // What may wait in the queue (sequences not yet running): beyond either, submit throws
+  // EngineBusy (the server answers 503). Queued sequences hold only their prompt ids; their
+  // vocab-sized buffers are made when they start running.
+  int max_queued_seqs = 2048;
+  int64_t max_queued_tokens = int64_t{1} << 24;  // prompt tokens over all queued sequences
   RunnerLoadOptions load;
+  SpeculativeOptions spec;        // --speculative-config (engine/speculative.h); needs load.load_mtp
+};
+
+// The queue is full: retry later (HTTP 503), not a bad request.
+class EngineBusy : public Error {
+ public:
+  using Error::Error;
 };
 
 struct EngineStats {
@@ -52,6 +66,7 @@ struct EngineStats {
   int64_t prompt_tokens = 0, generation_tokens = 0;
   int64_t steps = 0;
   double busy_seconds = 0;        // time spent in forward + sampling
+  SpecDecodeStats spec;           // speculative decoding counters
   int64_t kv_tokens = 0;          // tokens held in the caches of the running sequences
 };
 
@@ -100,11 +115,17 @@ class Engine {
  private:
   struct Seq;
   void loop();
-  void step(std::vector<std::unique_ptr<Seq>>& active);
+  void step(std::vector<std::unique_ptr<Seq>>& active);   // step_batch, then the deferred finishes
+  void step_batch(std::vector<std::unique_ptr<Seq>>& active);
   void encode_pending_images(std::vector<std::unique_ptr<Seq>>& active);
   void finish_seq(Seq& s, FinishReason r, const std::string& stop_str = {}, int stop_token = -1,
                   const std::string& error = {});
   bool process_token(Seq& s, const float* logits);
+  bool emit_token(Seq& s, const TokenOut& info);   // stop checks + streaming; true when s finished
+  static const uint64_t* grammar_mask(Seq& s);   // structured-output mask for s's next token, or null
+  // Speculation: how many drafts s may verify now, and the batched draft requests of a step.
+  int draft_room(const Seq& s) const;
+  void propose_drafts(std::vector<DraftRequest>& reqs);
 
   std::unique_ptr<ModelRunner> model_;
   std::unique_ptr<Tokenizer> tokenizer_;
@@ -122,6 +143,18 @@ class Engine {
   bool stop_ = false;
   EngineStats stats_;
   int64_t active_count_ = 0;
+  DraftSource* drafter_ = nullptr;    // set when speculation is on
+  // Inside a step, finish_seq defers the streams' final event until the step's counters
+  // are in stats_, so a client that reads /metrics after its reply sees its last step.
+  struct Finish {
+    Seq* seq;
+    FinishReason reason;
+    std::string stop_str;
+    int stop_token;
+    std::string error;
+  };
+  bool in_step_ = false;
+  std::vector<Finish> finishes_;
   std::thread thread_;
 };
 

@@ -33,6 +33,7 @@ struct GenParams {
   bool include_stop_str_in_output = false;
   bool skip_special_tokens = true;
   int logprobs = -1;                  // -1: none; N >= 0: chosen token's logprob + top N
+  bool speculate = true;              // with --speculative-config: false keeps this request off drafting
   // -1: none; N >= 0: the logprob (and rank) of every prompt token after the first, from the
   // unmodified logits of the position before it, plus the top N there (vLLM prompt_logprobs).
   int prompt_logprobs = -1;

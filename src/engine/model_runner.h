@@ -3,9 +3,11 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "engine/speculative.h"
 #include "model/memory_plan.h"
 
 namespace qinfer::vision {
@@ -22,9 +24,11 @@ class RunnerSequence {
 struct RunnerStep {
   RunnerSequence* seq;
   const int* tokens;
-  int64_t n_tokens;      // >= 1: a prefill chunk or one decode token
-  float* logits;         // [vocab] row of the step's last token
-  bool all_logits = false;  // true: logits is [n_tokens][vocab], one row per token
+  int64_t n_tokens;      // >= 1: a prefill chunk, one decode token or a verify run
+  float* logits;         // [vocab] row of the step's last token ([n_tokens][vocab] when all_logits)
+  bool all_logits = false;
+  float* hidden = nullptr;   // optional [n_tokens][hidden_size()]: post-norm hidden states
+  bool keep_states = false;  // verify run: rollback() may keep any prefix of its tokens
   // Images (see Model::Step): per-token replacement embeddings (null rows: the token's
   // own), [n_tokens][3] mRoPE positions, and the decode position offset.
   const float* const* embed_rows = nullptr;
@@ -41,6 +45,11 @@ class ModelRunner {
   virtual std::unique_ptr<RunnerSequence> new_sequence() = 0;
   // One batched call advancing every step's sequence by its tokens.
   virtual void forward(const std::vector<RunnerStep>& steps) = 0;
+
+  // Speculative decoding (engine/speculative.h); a runner without it keeps these defaults.
+  virtual DraftSource* draft_source() { return nullptr; }   // the MTP head, when loaded
+  // After a keep_states step of n tokens: keep its first `keep` (1..n) tokens, exactly.
+  virtual void rollback(RunnerSequence*, int64_t) { throw std::logic_error("rollback: not supported by this runner"); }
 
   // Image input. has_vision(): the model has a loaded vision tower; then
   // encode_images returns the merged embeddings of all images in order,
@@ -62,6 +71,9 @@ struct RunnerLoadOptions {
   int64_t max_model_len = 0;
   int64_t max_num_seqs = 1;
   model::ExpertsPlacement experts = model::ExpertsPlacement::kAuto;
+  bool load_mtp = false;     // load the mtp.* draft head (error when the checkpoint has none)
+  int64_t draft_vocab = 0;   // > 0: the MTP drafts among token ids below this only
+  bool draft_int8 = false;   // the MTP drafts score with an int8 copy of the lm_head
 };
 
 // Loads qinfer::Model from a checkpoint folder. EOS ids: generation_config.json's

@@ -44,6 +44,10 @@ class KvCache {
 struct DeltaNetState {
   std::vector<float> conv;  // [kernel-1][conv_dim], oldest first (pre-conv, pre-SiLU inputs)
   std::vector<float> ssm;   // [value heads][key dim][value dim]
+  // Kept by a speculative verify step of n tokens (Model::Step::keep_states) so that
+  // SequenceState::rollback can keep any prefix exactly, without re-running anything:
+  std::vector<float> spec_ssm;   // [n-1][ssm size]: the recurrent state after tokens 0..n-2
+  std::vector<float> spec_conv;  // [kernel-1 + n][conv_dim]: the conv state before the step, then its n inputs
 };
 
 struct StateShape {
@@ -75,9 +79,21 @@ class SequenceState {
   // Speculative decoding: later MTP rows overwrite the cache from this position on.
   void rewind_mtp(int64_t n) { mtp_seen_ = n < mtp_seen_ ? (n < 0 ? 0 : n) : mtp_seen_; }
 
+  // Speculative verification. begin_verify(n) is called by the forward pass for a
+  // keep_states step of n tokens (it sizes the per-token buffers of every DeltaNet
+  // layer); rollback(keep) then keeps only the first `keep` (1..n) of those tokens:
+  // the position goes back (KV rows past it are overwritten by later calls) and each
+  // DeltaNet layer's conv and recurrent states become those after token keep-1, copied
+  // from what the verify pass kept. Throws Error when no verify step is pending or keep
+  // is out of range. Any later forward() ends the pending verify step.
+  void begin_verify(int64_t n);
+  void rollback(int64_t keep);
+  int64_t verify_tokens() const { return verify_n_; }   // 0: none pending
+
  private:
   StateShape shape_;
   int64_t seen_ = 0, mtp_seen_ = 0;
+  int64_t verify_n_ = 0;   // tokens of the pending keep_states step
   std::vector<KvCache> kv_, mtp_kv_;
   std::vector<DeltaNetState> delta_;
 };

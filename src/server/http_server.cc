@@ -11,6 +11,7 @@
 #include "chat/reasoning_parser.h"
 #include "jinja/chat_template.h"
 #include "server/api_error.h"
+#include "server/connection_pool.h"
 #include "server/chat_prompt.h"
 #include "server/cors.h"
 #include "server/generation_job.h"
@@ -25,6 +26,7 @@
 #include "server/web_ui.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "util/json_parse.h"
 #include "util/log.h"
 
 namespace qinfer::server {
@@ -40,12 +42,31 @@ enum Phase { kLoading = 0, kReady = 1, kDraining = 2 };
 nlohmann::ordered_json read_generation_config(const std::string& dir) {
   auto p = std::filesystem::path(dir) / "generation_config.json";
   if (!std::filesystem::exists(p)) return nlohmann::ordered_json::object();
-  std::ifstream f(p);
-  try {
-    return nlohmann::ordered_json::parse(f);
-  } catch (const json::exception& e) {
-    fail(p.string(), ": not valid JSON: ", e.what());
+  return read_ordered_json_file(p.string());
+}
+
+// Request bodies above this get httplib's 413 (with an OpenAI-shaped body, below).
+constexpr size_t kMaxBodyBytes = size_t{64} << 20;
+
+std::string http_refusal_message(int status) {
+  switch (status) {
+    case 413: return cat("request body too large (the limit is ", kMaxBodyBytes >> 20, " MiB)");
+    case 414: return "request URI too long";
+    case 400: return "malformed HTTP request (request line or headers could not be parsed)";
+    case 416: return "requested range not satisfiable";
+    default: return cat("request refused (HTTP ", status, ")");
   }
+}
+
+// Constant time in the key's content: a timing side channel must not reveal how many
+// leading characters of a guess were right.
+bool api_key_matches(const std::string& header, const std::string& key) {
+  const std::string want = "Bearer " + key;
+  unsigned char diff = header.size() == want.size() ? 0 : 1;
+  for (size_t i = 0; i < want.size(); ++i) {
+    diff |= static_cast<unsigned char>(want[i] ^ (i < header.size() ? header[i] : 0));
+  }
+  return diff == 0;
 }
 
 // --chat-template: a file, or (as vLLM allows) the template text itself.
@@ -178,9 +199,9 @@ struct HttpServer::Impl {
   nlohmann::ordered_json parse_body(const httplib::Request& req, bool chat) {
     nlohmann::ordered_json body;
     try {
-      body = nlohmann::ordered_json::parse(req.body);
-    } catch (const json::exception& e) {
-      throw ApiError(400, std::string("request body is not valid JSON: ") + e.what());
+      body = parse_ordered_json(req.body, "request body");
+    } catch (const JsonError& e) {
+      throw ApiError(400, e.too_deep() ? e.what() : cat("request body is not valid JSON: ", e.what()), e.field());
     }
     reject_unimplemented_fields(body, chat);
     // As vLLM: fields no API defines are accepted, with a warning naming them.
@@ -251,13 +272,17 @@ struct HttpServer::Impl {
 
 void HttpServer::Impl::routes() {
   httplib::Server& s = *svr;
-  // Enough workers for every running sequence, the queue and a few probes.
-  int workers = std::max(16, opts.max_num_seqs * 2 + 8);
-  s.new_task_queue = [workers] { return new httplib::ThreadPool(static_cast<size_t>(workers)); };
+  // A thread per open connection, made on demand up to --max-connections: idle or
+  // half-sent connections cannot starve /health or real requests of workers.
+  size_t max_conns = static_cast<size_t>(opts.max_connections);
+  size_t keep = static_cast<size_t>(std::max(16, opts.max_num_seqs + 8));
+  s.new_task_queue = [max_conns, keep] { return new ConnectionPool(max_conns, keep); };
   s.set_keep_alive_max_count(1000);
-  s.set_read_timeout(60, 0);
+  s.set_keep_alive_timeout(5);
+  // Per read: a request whose headers or body stall this long is dropped (was 60 s).
+  s.set_read_timeout(opts.read_timeout_s, 0);
   s.set_write_timeout(60, 0);
-  s.set_payload_max_length(64 << 20);
+  s.set_payload_max_length(kMaxBodyBytes);
   s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     auto rec = registry.begin(&req, request_id_from_header(req.get_header_value("X-Request-Id")), now_seconds());
     res.set_header("X-Request-Id", rec->id);
@@ -272,8 +297,7 @@ void HttpServer::Impl::routes() {
     }
     bool api = req.path.rfind("/v1/", 0) == 0;
     if (!opts.api_key.empty() && api) {
-      std::string h = req.get_header_value("Authorization");
-      if (h != "Bearer " + opts.api_key) {
+      if (!api_key_matches(req.get_header_value("Authorization"), opts.api_key)) {
         send_error(res, ApiError(401, "Incorrect API key provided.", "", "invalid_api_key"));
         return httplib::Server::HandlerResponse::Handled;
       }
@@ -298,6 +322,10 @@ void HttpServer::Impl::routes() {
       send_error(res, ApiError(404, "Not found: " + req.method + " " + req.path, "", "not_found"));
     } else if (res.status == 405 && res.body.empty()) {
       send_error(res, ApiError(405, "Method not allowed: " + req.method + " " + req.path));
+    } else if (res.status >= 400 && res.body.empty()) {
+      // httplib's own refusals (body over the limit, unparsable request line or headers)
+      // come with no body; give them the OpenAI error shape too.
+      send_error(res, ApiError(res.status, http_refusal_message(res.status)));
     }
     return httplib::Server::HandlerResponse::Handled;
   }));
@@ -309,8 +337,11 @@ void HttpServer::Impl::routes() {
       what = e.what();
     } catch (...) {
     }
-    log_error(tag(req), "request failed: ", what);
-    send_error(res, ApiError(500, what));
+    // The detail goes to the log only; the client gets the request id to quote.
+    auto rec = record(req);
+    std::string id = rec ? rec->id : make_request_id("err-");
+    log_error("[", id, "] ", req.method, " ", req.path, ": request failed: ", what);
+    send_error(res, ApiError(500, cat("internal error (request id ", id, ")")));
   });
   auto health = [this](const httplib::Request&, httplib::Response& res) {
     if (phase == kReady) {
@@ -334,7 +365,7 @@ void HttpServer::Impl::routes() {
     json data = json::array();
     for (const auto& n : limits.model_names) {
       data.push_back({{"id", n}, {"object", "model"}, {"created", unix_time()}, {"owned_by", "qinfer"},
-                      {"root", opts.model_dir}, {"parent", nullptr}, {"max_model_len", E().max_model_len()}});
+                      {"root", n}, {"parent", nullptr}, {"max_model_len", E().max_model_len()}});
     }
     send_json(res, 200, {{"object", "list"}, {"data", data}});
   });
@@ -351,6 +382,8 @@ void HttpServer::Impl::routes() {
       } catch (const ApiError& e) {
         if (e.status() >= 500) log_warn(tag(req), req.path, ": ", e.what());
         send_error(res, e);
+      } catch (const engine::EngineBusy& e) {
+        send_error(res, ApiError(503, e.what(), "", "server_overloaded"));  // send_error adds Retry-After
       } catch (const Error& e) {
         // Engine-side validation (sampling parameters, context length, token ids).
         send_error(res, ApiError(400, e.what()));
@@ -369,9 +402,9 @@ template <class Fn>
 void answer_tokenizer_request(const httplib::Request& req, httplib::Response& res, const TokenizeContext& ctx, Fn fn) {
   nlohmann::ordered_json body;
   try {
-    body = nlohmann::ordered_json::parse(req.body);
-  } catch (const json::exception& e) {
-    throw ApiError(400, std::string("request body is not valid JSON: ") + e.what());
+    body = parse_ordered_json(req.body, "request body");
+  } catch (const JsonError& e) {
+    throw ApiError(400, e.too_deep() ? e.what() : cat("request body is not valid JSON: ", e.what()), e.field());
   }
   send_json(res, 200, fn(body, ctx));
 }
@@ -439,8 +472,12 @@ void HttpServer::Impl::respond(std::shared_ptr<GenerationJob> job, bool stream, 
           }
           return true;
         }
-        json body = job->failed() ? ApiError(500, "generation failed: " + job->error_message()).to_json()
-                                  : job->final_response();
+        json body = job->final_response();
+        if (job->failed()) {
+          std::string id = make_request_id("err-");
+          log_error("generation failed (request id ", id, "): ", job->error_message());
+          body = ApiError(500, cat("internal error (request id ", id, ")")).to_json();
+        }
         std::string s = dump_json(body);
         sink.write(s.data(), s.size());
         sink.done();

@@ -171,6 +171,17 @@ std::string Metrics::render(const engine::EngineStats& s, int max_num_seqs, int6
   hist("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", itl_);
   hist("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", e2e_);
   hist("vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.", decode_);
+  // Speculative decoding (vLLM registers these only with a speculative config; likewise here).
+  if (!s.spec.accepted_per_pos.empty()) {
+    counter("vllm:spec_decode_num_drafts", "Number of spec decoding drafts.", static_cast<double>(s.spec.num_drafts));
+    counter("vllm:spec_decode_num_draft_tokens", "Number of draft tokens.", static_cast<double>(s.spec.num_draft_tokens));
+    counter("vllm:spec_decode_num_accepted_tokens", "Number of accepted tokens.",
+            static_cast<double>(s.spec.num_accepted_tokens));
+    head("vllm:spec_decode_num_accepted_tokens_per_pos_total", "Accepted tokens per draft position.", "counter");
+    for (size_t p = 0; p < s.spec.accepted_per_pos.size(); ++p)
+      o += "vllm:spec_decode_num_accepted_tokens_per_pos_total{" + lbl + ",position=\"" + std::to_string(p) + "\"} " +
+           prom_float(static_cast<double>(s.spec.accepted_per_pos[p])) + "\n";
+  }
   head("http_requests_total", "Total number of requests by method, status and handler.", "counter");
   for (const auto& [k, v] : http_) {
     o += "http_requests_total{handler=\"" + std::get<0>(k) + "\",method=\"" + std::get<1>(k) + "\",status=\"" +

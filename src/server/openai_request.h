@@ -23,6 +23,17 @@ struct SamplingDefaults {
   static SamplingDefaults from_generation_config(const nlohmann::ordered_json& gc);
 };
 
+// Most choices per prompt (vLLM also caps n), and most sequences one request may queue
+// (prompts x n): a 385-byte completions request used to queue 2,560 sequences.
+inline constexpr int kMaxN = 64;
+inline constexpr int kMaxSequencesPerRequest = 256;
+
+// chat_template_kwargs keys that would override what the request validated (messages, tools,
+// the image count, add_generation_prompt): refused with a 400, as transformers refuses them.
+inline constexpr const char* kReservedTemplateKwargs[] = {
+    "messages", "conversation", "tools", "documents", "add_generation_prompt", "continue_final_message",
+    "chat_template", "tokenize"};
+
 struct RequestLimits {
   std::vector<std::string> model_names;  // accepted "model" values (the first is reported)
   int max_images_per_prompt = 1;

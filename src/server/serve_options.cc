@@ -7,6 +7,7 @@
 
 #include "util/args.h"
 #include "util/error.h"
+#include "util/json_parse.h"
 
 namespace qinfer::server {
 
@@ -17,7 +18,7 @@ const char* const kIgnoredWithValue[] = {
     "gpu-memory-utilization", "tensor-parallel-size", "pipeline-parallel-size", "data-parallel-size",
     "dtype", "kv-cache-dtype", "swap-space", "cpu-offload-gb", "block-size", "quantization",
     "max-num-partial-prefills", "seed", "tokenizer-mode", "load-format", "distributed-executor-backend",
-    "uvicorn-log-level", "compilation-config", "speculative-config", "mm-processor-kwargs",
+    "uvicorn-log-level", "compilation-config", "mm-processor-kwargs",
     "max-seq-len-to-capture", "revision", "download-dir", "hf-overrides",
     "generation-config", "override-generation-config", "chat-template-content-format"};
 const char* const kIgnoredFlags[] = {
@@ -36,8 +37,8 @@ bool env_true(const char* name) {
 nlohmann::ordered_json json_option(const Args& a, const std::string& flag, const char* want, const char* example) {
   std::string v = a.get(flag);
   try {
-    return nlohmann::ordered_json::parse(v);
-  } catch (const nlohmann::json::exception&) {
+    return parse_ordered_json(v, "option --" + flag);
+  } catch (const JsonError&) {
     fail("option --", flag, ": '", v, "' is not JSON (expected ", want, ", e.g. ", example, ")");
   }
 }
@@ -86,12 +87,16 @@ int64_t parse_model_len(const std::string& flag, const std::string& value) {
 
 std::string serve_usage() {
   return "usage: qinfer serve MODEL_DIR [--host H] [--port P] [--api-key KEY] [--served-model-name NAME...]\n"
+         "       (--host defaults to 127.0.0.1; the key may come from QINFER_API_KEY or VLLM_API_KEY instead)\n"
+         "       [--max-connections N (1024)] [--read-timeout SECONDS (10)]\n"
          "       [--max-num-seqs N] [--max-model-len N] [--max-num-batched-tokens N]\n"
          "       (--max-model-len above the model's context is refused unless\n"
          "        QINFER_ALLOW_LONG_MAX_MODEL_LEN=1, which serves the model's context instead)\n"
          "       [--reasoning-parser qwen3] [--enable-auto-tool-choice] [--tool-call-parser qwen3_coder]\n"
          "       [--limit-mm-per-prompt '{\"image\": N}'] [--threads N] [--dense bf16|int8]\n"
          "       [--memory-budget-gb G] [--experts auto|resident|mapped]\n"
+         "       [--speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": K}'] (K 1..4;\n"
+         "        optional \"disable_by_batch_size\": N)\n"
          "       [--chat-template FILE] [--default-chat-template-kwargs JSON] [--language-model-only]\n"
          "       [--ssl-keyfile F --ssl-certfile F] [--allowed-origins JSON] [--allowed-methods JSON]\n"
          "       [--allowed-headers JSON] [--allow-credentials] [--max-waiting-requests N (256)]\n"
@@ -114,7 +119,8 @@ ServeOptions parse_serve_options(int argc, char** argv) {
       {"ssl-keyfile", true}, {"ssl-certfile", true}, {"allowed-origins", true}, {"allowed-methods", true},
       {"allowed-headers", true}, {"allow-credentials", false}, {"max-waiting-requests", true},
       {"request-timeout", true}, {"drain-timeout", true}, {"disable-uvicorn-access-log", false},
-      {"disable-access-log", false}};
+      {"disable-access-log", false}, {"max-connections", true}, {"read-timeout", true},
+      {"speculative-config", true}};
   for (const char* f : kIgnoredWithValue) specs.push_back({f, true});
   for (const char* f : kIgnoredFlags) specs.push_back({f, false});
   // vLLM allows several names after --served-model-name; gather the extra positionals
@@ -145,7 +151,22 @@ ServeOptions parse_serve_options(int argc, char** argv) {
   int64_t port = a.get_int("port", o.port);
   if (port < 0 || port > 65535) fail("option --port: ", port, " is not a TCP port");
   o.port = static_cast<int>(port);
+  // A key on the command line is visible to every user in `ps`; the environment is not.
   o.api_key = a.get_or("api-key", "");
+  o.api_key_source = o.api_key.empty() ? "" : "--api-key";
+  for (const char* env : {"QINFER_API_KEY", "VLLM_API_KEY"}) {
+    const char* v = std::getenv(env);
+    if (o.api_key.empty() && v && *v) {
+      o.api_key = v;
+      o.api_key_source = env;
+    }
+  }
+  int64_t conns = a.get_int("max-connections", o.max_connections);
+  if (conns < 8 || conns > 65536) fail("option --max-connections: must be in [8, 65536], got ", conns);
+  o.max_connections = static_cast<int>(conns);
+  int64_t rt = a.get_int("read-timeout", o.read_timeout_s);
+  if (rt < 1 || rt > 3600) fail("option --read-timeout: must be in [1, 3600] seconds, got ", rt);
+  o.read_timeout_s = static_cast<int>(rt);
   o.served_model_names = a.get_all("served-model-name");
   for (auto& n : extra_names) o.served_model_names.push_back(n);
   for (const auto& n : o.served_model_names) {
@@ -176,8 +197,8 @@ ServeOptions parse_serve_options(int argc, char** argv) {
     std::string v = a.get("limit-mm-per-prompt");
     nlohmann::json j;
     try {
-      j = nlohmann::json::parse(v);
-    } catch (const nlohmann::json::exception&) {
+      j = parse_json(v, "option --limit-mm-per-prompt");
+    } catch (const JsonError&) {
       fail("option --limit-mm-per-prompt: '", v, "' is not JSON (expected e.g. '{\"image\": 2}')");
     }
     if (!j.is_object()) fail("option --limit-mm-per-prompt: expected a JSON object such as {\"image\": 2}");
@@ -241,6 +262,7 @@ ServeOptions parse_serve_options(int argc, char** argv) {
     o.memory_budget = g * 1e9;
   }
   o.experts = a.get_or("experts", "auto");   // checked by the CLI with the model's parser
+  if (a.has("speculative-config")) o.spec = engine::parse_speculative_config(a.get("speculative-config"));
   for (const char* f : kIgnoredWithValue) {
     if (a.has(f)) o.ignored.push_back(std::string("--") + f + " " + a.get(f));
   }

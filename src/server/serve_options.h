@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/speculative.h"
 #include <nlohmann/json.hpp>
 
 #include "server/openai_request.h"
@@ -13,9 +14,12 @@ namespace qinfer::server {
 
 struct ServeOptions {
   std::string model_dir;
-  std::string host = "0.0.0.0";
+  std::string host = "127.0.0.1";           // loopback unless --host says otherwise (vLLM: all)
   int port = 8000;
-  std::string api_key;                       // empty: no auth
+  std::string api_key;                       // --api-key, else $QINFER_API_KEY / $VLLM_API_KEY; empty: no auth
+  std::string api_key_source;                // where api_key came from, for the start-up log
+  int max_connections = 1024;                // --max-connections: connections served at once
+  int read_timeout_s = 10;                   // --read-timeout: a silent half-sent request is dropped
   std::vector<std::string> served_model_names;  // empty: the model path
   int max_num_seqs = 32;
   int64_t max_model_len = 0;                 // 0: the model's
@@ -31,6 +35,7 @@ struct ServeOptions {
   bool dense_int8 = false;
   double memory_budget = 0;                  // --memory-budget-gb, bytes; 0: what is available
   std::string experts = "auto";              // --experts auto|resident|mapped
+  engine::SpeculativeOptions spec;            // --speculative-config
   // --- operational flags (vLLM spelling where vLLM has one) ---
   std::string chat_template;                 // --chat-template: a file, or the template text itself
   nlohmann::ordered_json default_chat_template_kwargs = nlohmann::ordered_json::object();

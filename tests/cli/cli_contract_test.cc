@@ -95,6 +95,120 @@ TEST(CliContract, GreedyIdsMatchGolden) {
   }
 }
 
+void rewrite(const fs::path& dir, const std::function<bool(const TensorInfo&, SafetensorsWriter&)>& edit);
+
+std::vector<float> read_f32(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::vector<float> v;
+  float x;
+  while (f.read(reinterpret_cast<char*>(&x), 4)) v.push_back(x);
+  return v;
+}
+
+// Every fixture folder under fixtures/text (<fixture>/<variant>).
+std::vector<std::string> all_fixtures() {
+  std::vector<std::string> out;
+  for (const auto& f : fs::directory_iterator(std::string(QINFER_FIXTURES_DIR) + "/text"))
+    if (f.is_directory())
+      for (const auto& v : fs::directory_iterator(f.path()))
+        if (fs::exists(v.path() / "golden.safetensors"))
+          out.push_back(f.path().filename().string() + "/" + v.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// `logits --mtp-out`: the MTP head's rows against the fixtures' mtp_logits (all rows,
+// where stored) and mtp_logits_last (every prompt); the main logits file is unchanged.
+TEST(CliContract, MtpLogitsMatchGoldenOnEveryFixture) {
+  for (const auto& fx : all_fixtures()) {
+    SafetensorsFile golden(fixture(fx) + "/golden.safetensors");
+    std::map<std::string, const TensorInfo*> g;
+    for (const auto& t : golden.tensors()) g[t.name] = &t;
+    for (int p = 0; g.count("p" + std::to_string(p) + ".input_ids"); ++p) {
+      const std::string pre = "p" + std::to_string(p) + ".";
+      const TensorInfo* ids_t = g.at(pre + "input_ids");
+      std::vector<int> ids(reinterpret_cast<const int32_t*>(ids_t->data),
+                           reinterpret_cast<const int32_t*>(ids_t->data) + ids_t->numel());
+      const std::string out = temp_path("l.f32"), mout = temp_path("m.f32");
+      RunResult r = run("logits --model " + fixture(fx) + " --ids " + join(ids) + " --out " + out + " --mtp-out " + mout);
+      ASSERT_EQ(r.code, 0) << fx << " " << r.out;
+      const std::vector<float> main = read_f32(out), mtp = read_f32(mout);
+      const TensorInfo* lt = g.at(pre + "logits");
+      ASSERT_EQ(main.size(), static_cast<size_t>(lt->numel())) << fx;
+      ASSERT_EQ(mtp.size(), main.size()) << fx;
+      const size_t V = main.size() / ids.size();
+      auto max_diff = [](const float* a, const float* b, size_t n) {
+        double m = 0;
+        for (size_t i = 0; i < n; ++i) m = std::max(m, std::fabs(double(a[i]) - b[i]));
+        return m;
+      };
+      const TensorInfo* last = g.at(pre + "mtp_logits_last");
+      const double dl = max_diff(mtp.data() + (ids.size() - 1) * V, reinterpret_cast<const float*>(last->data), V);
+      EXPECT_LT(dl, 1e-3) << fx << " " << pre << " last MTP row";
+      if (g.count(pre + "mtp_logits")) {
+        const double d = max_diff(mtp.data(), reinterpret_cast<const float*>(g.at(pre + "mtp_logits")->data), mtp.size());
+        std::printf("%s %s MTP logits max abs %.3g (last row %.3g)\n", fx.c_str(), pre.c_str(), d, dl);
+        EXPECT_LT(d, 1e-3) << fx << " " << pre << " MTP rows";
+      }
+    }
+  }
+}
+
+// `generate --speculative-config` prints exactly the ids it prints without, for K = 1..4,
+// and reports the acceptance figures.
+TEST(CliContract, SpeculativeGreedyIdsMatchGolden) {
+  for (const auto& fx : all_fixtures()) {
+    std::ifstream in(fixture(fx) + "/golden.json");
+    auto j = nlohmann::json::parse(in);
+    for (int K = 1; K <= 4; ++K) {
+      const auto& p = j["prompts"][K % j["prompts"].size()];
+      std::vector<int> ids = p["input_ids"].get<std::vector<int>>();
+      std::vector<int> want = p["greedy_tokens"].get<std::vector<int>>();
+      RunResult r = run("generate --model " + fixture(fx) + " --ids " + join(ids) + " --max-tokens " +
+                        std::to_string(want.size()) + " --temperature 0 --print-ids --speculative-config " +
+                        "'{\"method\":\"mtp\",\"num_speculative_tokens\":" + std::to_string(K) + "}'");
+      ASSERT_EQ(r.code, 0) << fx << " " << r.out;
+      EXPECT_NE(r.out.find(join(want) + "\n"), std::string::npos) << fx << " K=" << K << ": " << r.out;
+      EXPECT_NE(r.out.find("acceptance rate"), std::string::npos) << r.out;
+      EXPECT_NE(r.out.find("mean accepted length"), std::string::npos) << r.out;
+    }
+  }
+}
+
+TEST(CliContract, SpeculativeConfigErrors) {
+  const std::string base = "generate --model " + fixture("qwen35moe-tiny-s1/bf16") + " --ids 1,2 --max-tokens 2 ";
+  const std::pair<const char*, const char*> cases[] = {
+      {"--speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":9}'", "1..4"},
+      {"--speculative-config '{\"method\":\"ngram\",\"num_speculative_tokens\":2}'", "ngram"},
+      {"--speculative-config 'mtp'", "not valid JSON"}};
+  for (const auto& [flag, needle] : cases) {
+    RunResult r = run(base + flag);
+    EXPECT_EQ(r.code, 1) << flag << ": " << r.out;
+    EXPECT_NE(r.out.find("--speculative-config"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(needle), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("loaded"), std::string::npos) << "checked only after loading: " << r.out;
+  }
+  // A checkpoint without mtp.* tensors: a clear error naming the folder, for generate and serve.
+  fs::path dir = temp_path("no_mtp");
+  fs::remove_all(dir);
+  fs::copy(fixture("qwen35moe-tiny-s1/bf16"), dir, fs::copy_options::recursive);
+  for (auto& e : fs::directory_iterator(dir)) fs::permissions(e.path(), fs::perms::owner_write, fs::perm_options::add);
+  fs::permissions(dir, fs::perms::owner_all, fs::perm_options::add);
+  rewrite(dir, [](const TensorInfo& t, SafetensorsWriter&) { return t.name.rfind("mtp.", 0) == 0; });
+  const std::string spec = " --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":2}'";
+  for (const std::string& cmd : {"generate --model " + dir.string() + " --ids 1,2 --max-tokens 2" + spec,
+                                "serve " + dir.string() + " --port 0 --host 127.0.0.1" + spec}) {
+    RunResult r = run(cmd);
+    EXPECT_EQ(r.code, 1) << r.out;
+    EXPECT_NE(r.out.find("no mtp.* tensors"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(dir.string()), std::string::npos) << r.out;
+  }
+  RunResult r = run("logits --model " + dir.string() + " --ids 1,2 --out " + temp_path("a.f32") + " --mtp-out " +
+                    temp_path("b.f32"));
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("mtp"), std::string::npos) << r.out;
+}
+
 // Copies a fixture into a temp folder, applies `mutate`, and expects
 // `qinfer logits` to fail with every one of `needles` in its message.
 void expect_load_error(const std::string& tag, const std::function<void(const fs::path&)>& mutate,

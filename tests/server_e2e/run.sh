@@ -127,17 +127,18 @@ curl_checks() {  # MODE
   echo "curl checks passed ($mode)"
 }
 
-run_suite() {  # MODEL_DIR MODE
-  start_server "$1" e2e --reasoning-parser qwen3 --enable-auto-tool-choice --tool-call-parser qwen3_coder \
+run_suite() {  # MODEL_DIR MODE [extra serve flags...]
+  local dir="$1" mode="$2"; shift 2
+  start_server "$dir" e2e --reasoning-parser qwen3 --enable-auto-tool-choice --tool-call-parser qwen3_coder \
     --gpu-memory-utilization 0.95 --tensor-parallel-size 4 --dtype float16 --skip-mm-profiling \
-    --limit-mm-per-prompt '{"image": 2}'
-  curl_checks "$2"
-  (cd "$HERE" && QINFER_BASE_URL="$BASE/v1" QINFER_MODE="$2" QINFER_MODEL_NAME=e2e QINFER_API_KEY=sk-e2e \
+    --limit-mm-per-prompt '{"image": 2}' "$@"
+  curl_checks "$mode"
+  (cd "$HERE" && QINFER_BASE_URL="$BASE/v1" QINFER_MODE="$mode" QINFER_MODEL_NAME=e2e QINFER_API_KEY=sk-e2e \
     timeout 600 node --test --test-concurrency=1 --test-reporter=spec e2e.test.mjs structured.test.mjs)
-  if [ "$2" = chat ] && [ ! -x "${QINFER_CHROMIUM:-/usr/bin/chromium}" ]; then
+  if [ "$mode" = chat ] && [ ! -x "${QINFER_CHROMIUM:-/usr/bin/chromium}" ]; then
     echo "server e2e: SKIPPED chat page test: ${QINFER_CHROMIUM:-/usr/bin/chromium} is missing" \
       "(scripts/install-deps.sh installs Debian's chromium)" >&2
-  elif [ "$2" = chat ]; then  # the chat page in headless Chromium
+  elif [ "$mode" = chat ]; then  # the chat page in headless Chromium
     (cd "$HERE" && QINFER_BASE="$BASE" QINFER_API_KEY=sk-e2e QINFER_SCREENSHOT="${QINFER_SCREENSHOT:-$TMP/webui.png}" \
       timeout 300 node --test --test-reporter=spec webui.test.mjs)
   fi
@@ -253,13 +254,38 @@ deploy_suite() {  # MODEL_DIR: two replicas behind nginx with deploy/nginx/qinfe
   echo "deploy checks passed"
 }
 
+greedy_ids() {  # the token_ids of one greedy completion of [1..5]
+  curl -sf -H "Authorization: Bearer sk-e2e" -H 'Content-Type: application/json' "$BASE/v1/completions" \
+    -d '{"model": "e2e", "prompt": [1, 2, 3, 4, 5], "max_tokens": 12, "temperature": 0}' \
+    | grep -o '"token_ids":\[[0-9,]*\]'
+}
+
+spec_suite() {  # MODEL_DIR: MTP speculative decoding (--speculative-config) on the id fixture
+  # The same greedy ids as without it, the spec-decode counters on /metrics after the reply,
+  # and the whole ids suite again with every request drafting.
+  local spec='{"method": "mtp", "num_speculative_tokens": 3}' plain drafts draft_tokens
+  start_server "$1" e2e
+  plain="$(greedy_ids)"
+  stop_server
+  start_server "$1" e2e --speculative-config "$spec"
+  [ "$(greedy_ids)" = "$plain" ] || { echo "speculative greedy ids differ: $(greedy_ids) vs $plain" >&2; exit 1; }
+  drafts="$(metric vllm:spec_decode_num_drafts_total)"
+  draft_tokens="$(metric vllm:spec_decode_num_draft_tokens_total)"
+  awk -v d="$drafts" -v t="$draft_tokens" 'BEGIN { exit !(d != "" && d + 0 > 0 && t + 0 >= d + 0) }' \
+    || { curl -s "$BASE/metrics" | grep spec_decode >&2; echo "spec-decode counters missing" >&2; exit 1; }
+  stop_server
+  echo "speculative decoding checks passed"
+  run_suite "$1" ids --speculative-config "$spec"
+}
+
 TINY="$FIXTURES/text/qwen35moe-tiny-s1/bf16"
-SUITES=" ${QINFER_E2E_SUITES:-ids tls ops deploy chat} "  # a subset while iterating, e.g. "ops deploy"
+SUITES=" ${QINFER_E2E_SUITES:-ids spec tls ops deploy chat} "  # a subset while iterating, e.g. "ops deploy"
 suite_on() { case "$SUITES" in *" $1 "*) return 0 ;; *) echo "server e2e: $1 suite not selected" >&2; return 1 ;; esac; }
 timed() {  # NAME CMD...: runs it and prints its wall time
   local t0=$SECONDS; "${@:2}"; echo "server e2e: $1 suite took $((SECONDS - t0)) s" >&2
 }
 if suite_on ids; then timed ids run_suite "$TINY" ids; fi
+if suite_on spec; then timed spec spec_suite "$TINY"; fi
 if suite_on tls; then timed tls tls_suite "$TINY"; fi
 if suite_on ops; then timed ops ops_suite "$TINY"; fi
 if suite_on deploy; then timed deploy deploy_suite "$TINY"; fi
