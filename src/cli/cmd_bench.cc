@@ -10,9 +10,11 @@
 #include <random>
 #include <vector>
 
+#include "cli/bench_prefix.h"
 #include "cli/bench_speculative.h"
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
+#include "engine/prefix_flags.h"
 #include "model/expert_cache.h"
 #include "model/model.h"
 #include "model/profile.h"
@@ -94,10 +96,13 @@ void print_profile(const char* what) {
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
-  Args a(argc, argv, {{"model", true}, {"threads", true}, {"dense", true}, {"prefill", true}, {"rounds", true},
-                      {"contexts", true}, {"decode-tokens", true}, {"mmap-dense", false}, {"help", false},
-                      {"memory-budget-gb", true}, {"max-model-len", true}, {"experts", true},
-                      {"speculative", true}, {"draft-vocab", true}, {"draft-int8", false}});
+  std::vector<OptionSpec> specs = {{"model", true}, {"threads", true}, {"dense", true}, {"prefill", true},
+                                   {"rounds", true}, {"contexts", true}, {"decode-tokens", true},
+                                   {"mmap-dense", false}, {"help", false}, {"prefix-cache", true},
+                                   {"speculative", true}, {"draft-vocab", true}, {"draft-int8", false}};
+  for (auto& o : engine::prefix_cache_option_specs()) specs.push_back(o);
+  for (auto& o : memory_option_specs()) specs.push_back(o);
+  Args a(argc, argv, specs);
   if (a.has("help")) {
     std::fprintf(stderr,
                  "usage: qinfer bench --model DIR [--threads N] [--dense bf16|int8] [--prefill 512,2048]\n"
@@ -105,11 +110,14 @@ int cmd_bench(int argc, char** argv) {
                  "Decode times --rounds x --decode-tokens steps per context, each right after a bandwidth probe.\n"
                  "--mmap-dense reads dense weights from the checkpoint mapping instead of a huge-page copy.\n"
                  "QINFER_PROFILE=1 adds a per-part time breakdown of each phase.\n"
+                 "--prefix-cache N [--prefix-cache-gb GB]: instead, time to first token of a request sharing an\n"
+                 "N-token prefix with the one before (prefix cache) against cold ones, and the cache's memory.\n"
                  "--speculative K [--draft-vocab N] [--draft-int8] instead measures MTP speculative decoding (k = 1..K):\n"
                  "verify and draft costs against a decode step and oracle-acceptance tokens/s (needs mtp.*).\n%s",
                  memory_flags_help());
     return 0;
   }
+  if (a.has("prefix-cache")) return bench_prefix_cache(a);
   LoadOptions lo = load_options_from_args(a);
   if (lo.threads > 0) ThreadPool::set_global_threads(lo.threads);  // before the bandwidth probe
   lo.resident_dense = !a.has("mmap-dense");

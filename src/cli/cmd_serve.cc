@@ -34,10 +34,6 @@ int cmd_serve(int argc, char** argv) {
     for (const auto& f : o.ignored) list += (list.empty() ? "" : ", ") + f;
     log_info("accepted without effect on this CPU engine: ", list);
   }
-  if (o.enable_prefix_caching) {
-    log_warn("--enable-prefix-caching: accepted, but prefix caching is not implemented yet: every request "
-             "prefills its whole prompt");
-  }
   server::HttpServer srv(o);  // checks --chat-template and the TLS files before the long load
   int port = srv.bind();
   std::signal(SIGPIPE, SIG_IGN);
@@ -68,6 +64,8 @@ int cmd_serve(int argc, char** argv) {
   eo.load.experts = experts;
   eo.spec = o.spec;
   eo.load.load_vision = o.max_images_per_prompt > 0;   // vLLM's '{"image": 0}': text only
+  eo.enable_prefix_caching = o.enable_prefix_caching;
+  eo.prefix_cache_gb = o.prefix_cache_gb;
   std::unique_ptr<engine::Engine> engine;
   try {
     engine = engine::Engine::load(o.model_dir, eo);

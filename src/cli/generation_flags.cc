@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "engine/prefix_flags.h"
 #include "sampling/sampling_params.h"
 #include "util/error.h"
 
@@ -63,11 +64,13 @@ static void apply_memory_flags(const Args& a, LoadOptions& lo) {
 }
 
 std::vector<OptionSpec> generation_option_specs() {
-  return {{"model", true}, {"temperature", true}, {"top-p", true}, {"top-k", true}, {"min-p", true},
+  std::vector<OptionSpec> specs = {{"model", true}, {"temperature", true}, {"top-p", true}, {"top-k", true}, {"min-p", true},
           {"repetition-penalty", true}, {"presence-penalty", true}, {"frequency-penalty", true},
           {"seed", true}, {"stop", true, true}, {"max-tokens", true}, {"threads", true}, {"dense", true},
-          {"ignore-eos", false}, {"help", false}, {"memory-budget-gb", true}, {"max-model-len", true},
-          {"experts", true}, {"speculative-config", true}};
+          {"ignore-eos", false}, {"help", false}, {"speculative-config", true}};
+  for (auto& o : engine::prefix_cache_option_specs()) specs.push_back(o);
+  for (auto& o : memory_option_specs()) specs.push_back(o);
+  return specs;
 }
 
 std::vector<OptionSpec> memory_option_specs() {
@@ -86,6 +89,8 @@ const char* generation_flags_help() {
          "  --seed S  --stop STR (repeatable)  --max-tokens N  --ignore-eos\n"
          "  --threads N  --dense bf16|int8\n"
          "  --memory-budget-gb G  --max-model-len N  --experts auto|resident|mapped\n"
+         "  --enable-prefix-caching (default) | --no-enable-prefix-caching\n"
+         "  --prefix-cache-gb GB  memory for cached prefixes (default: a quarter of MemAvailable)\n"
          "  --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":K}'  (MTP drafting, K 1..4)\n";
 }
 
@@ -148,6 +153,7 @@ engine::EngineOptions engine_options_from_args(const Args& a) {
   o.load.memory_budget = lo.memory_budget;
   o.load.experts = lo.experts;
   o.max_model_len = lo.max_model_len;
+  engine::prefix_cache_options_from_args(a, o);
   if (a.has("speculative-config")) o.spec = engine::parse_speculative_config(a.get("speculative-config"));
   return o;
 }

@@ -6,6 +6,7 @@
 #include "engine/model_runner.h"
 #include "io/checkpoint.h"
 #include "model/model.h"
+#include "model/state_copy.h"
 #include "io/config.h"
 #include "util/error.h"
 #include "util/json_parse.h"
@@ -140,7 +141,7 @@ class QwenRunner : public ModelRunner {
     if (model_->has_mtp()) mtp_ = std::make_unique<MtpDraftSource>(model_.get(), draft_vocab, draft_int8);
   }
   DraftSource* draft_source() override { return mtp_.get(); }
-  void rollback(RunnerSequence* s, int64_t keep) override { state_of(s).rollback(keep); }
+  void rollback(RunnerSequence* s, int64_t keep) override { qinfer::engine::state_of(s).rollback(keep); }
   int vocab_size() const override { return model_->config().text.vocab_size; }
   int64_t max_context() const override { return model_->max_context(); }
   std::vector<int> eos_token_ids() const override { return eos_; }
@@ -175,8 +176,31 @@ class QwenRunner : public ModelRunner {
   std::vector<float> encode_images(const std::vector<const vision::ImagePatches*>& images) override {
     return model_->encode_images(images);
   }
+  int64_t prefix_block_tokens() const override { return KvCache::kBlockTokens; }
+  int64_t sequence_tokens(const RunnerSequence& seq) const override { return state_of(seq).n_tokens(); }
+  SavedBlock save_block(const RunnerSequence& seq, int64_t block) override {
+    auto c = copy_kv_block(state_of(seq), block);
+    return {c, c->bytes()};
+  }
+  SavedState save_state(const RunnerSequence& seq) override {
+    auto r = copy_recurrent(state_of(seq));
+    return {r, r->bytes(), r->position};
+  }
+  std::unique_ptr<RunnerSequence> restore(const std::vector<SavedBlock>& blocks, const SavedState& state) override {
+    auto seq = std::make_unique<QwenSequence>(model_->new_sequence());
+    std::vector<std::shared_ptr<const KvBlockCopy>> kv;
+    for (const auto& b : blocks) kv.push_back(std::static_pointer_cast<const KvBlockCopy>(b.data));
+    restore_prefix(*seq->state, kv, *std::static_pointer_cast<const RecurrentCopy>(state.data));
+    return seq;
+  }
+  size_t saved_block_bytes() const override { return kv_block_copy_bytes(shape()); }
+  size_t saved_state_bytes() const override { return recurrent_copy_bytes(shape()); }
 
  private:
+  static const SequenceState& state_of(const RunnerSequence& seq) {
+    return *static_cast<const QwenSequence&>(seq).state;
+  }
+  StateShape shape() const { return model_->new_sequence()->shape(); }
   std::unique_ptr<Model> model_;
   std::vector<int> eos_;
   std::unique_ptr<MtpDraftSource> mtp_;
@@ -186,6 +210,13 @@ class QwenRunner : public ModelRunner {
 
 std::vector<float> ModelRunner::encode_images(const std::vector<const vision::ImagePatches*>&) {
   fail("this model has no vision tower: image input is unavailable");
+}
+
+int64_t ModelRunner::sequence_tokens(const RunnerSequence&) const { fail("this model runner has no prefix caching"); }
+SavedBlock ModelRunner::save_block(const RunnerSequence&, int64_t) { fail("this model runner has no prefix caching"); }
+SavedState ModelRunner::save_state(const RunnerSequence&) { fail("this model runner has no prefix caching"); }
+std::unique_ptr<RunnerSequence> ModelRunner::restore(const std::vector<SavedBlock>&, const SavedState&) {
+  fail("this model runner has no prefix caching");
 }
 
 std::unique_ptr<ModelRunner> load_model_runner(const std::string& dir, const RunnerLoadOptions& opts) {
