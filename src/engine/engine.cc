@@ -702,7 +702,7 @@ void Engine::prefix_setup() {
     return std::string(buf);
   };
   log_info("prefix caching: budget ", mib(static_cast<double>(budget)),
-           opts_.prefix_cache_gb >= 0 ? "" : " (a quarter of MemAvailable; --prefix-cache-gb sets it)", "; per ", B,
+           opts_.prefix_cache_gb >= 0 ? "" : " (a quarter of the available memory; --prefix-cache-gb sets it)", "; per ", B,
            "-token block ", mib(static_cast<double>(model_->saved_block_bytes())),
            " of attention KV, per DeltaNet state snapshot ", mib(static_cast<double>(model_->saved_state_bytes())));
 }
