@@ -1,15 +1,12 @@
 // ModelRunner over the Qwen3.5/3.6 MoE model of src/model.
-#include <filesystem>
-
-#include <nlohmann/json.hpp>
-
 #include "engine/model_runner.h"
+
 #include "io/checkpoint.h"
 #include "model/model.h"
 #include "model/state_copy.h"
 #include "io/config.h"
+#include "io/generation_config.h"
 #include "util/error.h"
-#include "util/json_parse.h"
 #include "util/log.h"
 #include "vision/vision_tower.h"
 
@@ -22,26 +19,6 @@ class QwenSequence : public RunnerSequence {
   explicit QwenSequence(std::unique_ptr<SequenceState> s) : state(std::move(s)) {}
   std::unique_ptr<SequenceState> state;
 };
-
-// generation_config.json's eos_token_id: an int or a list; absent file or key: none.
-std::vector<int> generation_eos_ids(const std::string& dir) {
-  std::vector<int> ids;
-  auto path = std::filesystem::path(dir) / "generation_config.json";
-  if (!std::filesystem::exists(path)) return ids;
-  const nlohmann::json j = read_json_file(path.string());
-  if (!j.is_object() || !j.contains("eos_token_id")) return ids;
-  const auto& e = j["eos_token_id"];
-  if (e.is_number_integer()) ids.push_back(e.get<int>());
-  else if (e.is_array()) {
-    for (const auto& x : e) {
-      if (!x.is_number_integer()) fail(path.string(), ": eos_token_id: entries must be integers");
-      ids.push_back(x.get<int>());
-    }
-  } else if (!e.is_null()) {
-    fail(path.string(), ": eos_token_id: must be an integer or a list of integers");
-  }
-  return ids;
-}
 
 SequenceState& state_of(RunnerSequence* s) { return *static_cast<QwenSequence*>(s)->state; }
 
@@ -229,7 +206,7 @@ std::unique_ptr<ModelRunner> load_model_runner(const std::string& dir, const Run
   lo.max_num_seqs = opts.max_num_seqs;
   lo.experts = opts.experts;
   lo.load_mtp = opts.load_mtp;
-  auto eos = generation_eos_ids(dir);
+  auto eos = read_generation_config(dir).eos_token_ids;
   if (opts.load_mtp && !Checkpoint::open(dir)->has("mtp.fc.weight"))   // headers only: before the long load
     fail(dir, ": --speculative-config asks for MTP drafting, but the checkpoint has no mtp.* tensors "
               "(its MTP draft head); run without --speculative-config");

@@ -5,7 +5,7 @@
 #include <unordered_map>
 
 #include "jinja/builtins.h"
-#include "jinja/interpreter.h"
+#include "jinja/renderer.h"
 #include "jinja/methods.h"
 #include "jinja/py_json.h"
 #include "jinja/py_string.h"

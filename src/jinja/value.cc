@@ -6,6 +6,7 @@
 
 #include "jinja/py_string.h"
 #include "jinja/template_error.h"
+#include "util/py_format.h"
 
 namespace qinfer::jinja {
 
@@ -137,7 +138,7 @@ static std::string scalar_str(const Json& j) {
     case Json::value_t::boolean: return j.get<bool>() ? "True" : "False";
     case Json::value_t::number_integer: return std::to_string(j.get<int64_t>());
     case Json::value_t::number_unsigned: return std::to_string(j.get<uint64_t>());
-    case Json::value_t::number_float: return py::float_repr(j.get<double>());
+    case Json::value_t::number_float: return py_float_repr(j.get<double>());
     default: return "";
   }
 }

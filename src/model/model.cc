@@ -71,6 +71,15 @@ void check_tokens(const char* what, size_t step, const int* tokens, int64_t n, i
   }
 }
 
+// The checks every step of a forward call shares: a state of this model's shape, used by
+// no other step of the call.
+void check_state(const char* what, size_t step, const SequenceState* state, const StateShape& shape,
+                 std::set<const SequenceState*>& seen) {
+  if (!state) fail(what, ": step ", step, " has no sequence state");
+  if (!(state->shape() == shape)) fail(what, ": step ", step, " has a sequence state made by a different model");
+  if (!seen.insert(state).second) fail(what, ": step ", step, " uses a sequence state that another step also uses");
+}
+
 // Final norm and lm_head: all rows of all_logits steps straight into their
 // buffers; the last rows of the other steps batched together in one product.
 struct Out {
@@ -175,14 +184,11 @@ void Model::validate(const std::vector<Step>& steps) const {
   std::set<const SequenceState*> seen;
   for (size_t s = 0; s < steps.size(); ++s) {
     const Step& st = steps[s];
-    if (!st.state) fail("forward: step ", s, " has no sequence state");
+    check_state("forward", s, st.state, shape, seen);
     if (!st.tokens || st.n_tokens < 1) fail("forward: step ", s, " has no tokens (n_tokens = ", st.n_tokens, ")");
     if (!st.logits) fail("forward: step ", s, " has no logits buffer");
     if (st.keep_states && st.n_tokens > kMaxVerifyTokens)
       fail("forward: step ", s, " keeps per-token states for ", st.n_tokens, " tokens; at most ", kMaxVerifyTokens);
-    if (!seen.insert(st.state).second) fail("forward: step ", s, " uses a sequence state that another step also uses");
-    if (!(st.state->shape() == shape))
-      fail("forward: step ", s, " has a sequence state made by a different model");
     check_tokens("forward", s, st.tokens, st.n_tokens, st.state->n_tokens(), V, max_context());
   }
 }
@@ -243,9 +249,8 @@ void Model::forward_mtp(const std::vector<MtpStep>& steps) {
   int64_t N = 0;
   for (size_t s = 0; s < steps.size(); ++s) {
     const MtpStep& st = steps[s];
-    if (!st.state || !(st.state->shape() == shape)) fail("forward_mtp: step ", s, " has no (or a foreign) sequence state");
+    check_state("forward_mtp", s, st.state, shape, seen);
     if (!st.next_tokens || !st.hidden || st.n < 1) fail("forward_mtp: step ", s, " is missing tokens or hidden states");
-    if (!seen.insert(st.state).second) fail("forward_mtp: step ", s, " reuses a sequence state");
     const int64_t pos0 = st.state->mtp_tokens();
     check_tokens("forward_mtp", s, st.next_tokens, st.n, pos0, V, max_context());
     spans.push_back({st.state, N, st.n, pos0});

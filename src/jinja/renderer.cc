@@ -1,4 +1,4 @@
-#include "jinja/interpreter.h"
+#include "jinja/renderer.h"
 
 #include <algorithm>
 #include <optional>
