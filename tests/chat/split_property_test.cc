@@ -81,6 +81,18 @@ std::vector<size_t> random_cuts(std::mt19937& rng, size_t size) {
   return cuts;
 }
 
+// Feeds text to a stream in the pieces the cuts give, then finishes it.
+template <class Stream, class Absorb>
+void feed(Stream& st, std::string_view text, const std::vector<size_t>& cuts, const Absorb& absorb) {
+  size_t prev = 0;
+  for (size_t c : cuts) {
+    absorb(st.push(text.substr(prev, c - prev)));
+    prev = c;
+  }
+  absorb(st.push(text.substr(prev)));
+  absorb(st.finish());
+}
+
 // Everything the tool stream emitted, assembled per call index.
 struct ToolOut {
   std::string content;
@@ -108,13 +120,7 @@ ToolOut stream_tools(std::string_view text, const std::vector<size_t>& cuts) {
       o.args.at(size_t(c.index)) += c.arguments;
     }
   };
-  size_t prev = 0;
-  for (size_t c : cuts) {
-    absorb(st.push(text.substr(prev, c - prev)));
-    prev = c;
-  }
-  absorb(st.push(text.substr(prev)));
-  absorb(st.finish());
+  feed(st, text, cuts, absorb);
   for (const auto& c : st.calls()) o.final_args.push_back(c.arguments);
   return o;
 }
@@ -136,13 +142,7 @@ ReasoningOut stream_reasoning(std::string_view text, const std::vector<size_t>& 
     o.reasoning += d.reasoning;
     o.content += d.content;
   };
-  size_t prev = 0;
-  for (size_t c : cuts) {
-    absorb(rs.push(text.substr(prev, c - prev)));
-    prev = c;
-  }
-  absorb(rs.push(text.substr(prev)));
-  absorb(rs.finish());
+  feed(rs, text, cuts, absorb);
   o.ended = rs.reasoning_ended();
   return o;
 }
