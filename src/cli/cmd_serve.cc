@@ -28,6 +28,7 @@ int cmd_serve(int argc, char** argv) {
     std::fputs(server::serve_usage().c_str(), stdout);
     return 0;
   }
+  const model::ExpertsPlacement experts = model::parse_experts_placement(o.experts);   // before the load
   if (!o.ignored.empty()) {
     std::string list;
     for (const auto& f : o.ignored) list += (list.empty() ? "" : ", ") + f;
@@ -59,6 +60,8 @@ int cmd_serve(int argc, char** argv) {
   eo.prefill_chunk = o.prefill_chunk;
   eo.load.threads = o.threads;
   eo.load.dense_int8 = o.dense_int8;
+  eo.load.memory_budget = o.memory_budget;
+  eo.load.experts = experts;
   eo.spec = o.spec;
   eo.load.load_vision = o.max_images_per_prompt > 0;   // vLLM's '{"image": 0}': text only
   eo.enable_prefix_caching = o.enable_prefix_caching;

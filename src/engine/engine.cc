@@ -80,11 +80,13 @@ bool has_chat_template(const std::string& dir) {
 std::unique_ptr<Engine> Engine::load(const std::string& dir, const EngineOptions& opts) {
   namespace fs = std::filesystem;
   // Before the (long) weight load, so a bad --max-model-len fails at once.
-  if (opts.max_model_len > 0) {
-    resolve_max_model_len(opts.max_model_len, load_config(dir).text.max_position_embeddings,
-                          opts.allow_long_max_model_len, (fs::path(dir) / "config.json").string());
-  }
   RunnerLoadOptions lo = opts.load;
+  lo.max_num_seqs = opts.max_num_seqs;   // the memory plan sizes the KV for these
+  if (opts.max_model_len > 0) {
+    lo.max_model_len =
+        resolve_max_model_len(opts.max_model_len, load_config(dir).text.max_position_embeddings,
+                              opts.allow_long_max_model_len, (fs::path(dir) / "config.json").string());
+  }
   if (opts.spec.enabled() && !opts.spec.draft_override) {
     lo.load_mtp = true;
     lo.draft_vocab = opts.spec.draft_vocab_size;
@@ -700,7 +702,7 @@ void Engine::prefix_setup() {
     return std::string(buf);
   };
   log_info("prefix caching: budget ", mib(static_cast<double>(budget)),
-           opts_.prefix_cache_gb >= 0 ? "" : " (a quarter of MemAvailable; --prefix-cache-gb sets it)", "; per ", B,
+           opts_.prefix_cache_gb >= 0 ? "" : " (a quarter of the available memory; --prefix-cache-gb sets it)", "; per ", B,
            "-token block ", mib(static_cast<double>(model_->saved_block_bytes())),
            " of attention KV, per DeltaNet state snapshot ", mib(static_cast<double>(model_->saved_state_bytes())));
 }

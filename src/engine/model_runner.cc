@@ -224,6 +224,10 @@ std::unique_ptr<ModelRunner> load_model_runner(const std::string& dir, const Run
   lo.threads = opts.threads;
   lo.dense_int8 = opts.dense_int8;
   lo.load_vision = opts.load_vision;
+  lo.memory_budget = opts.memory_budget;
+  lo.max_model_len = opts.max_model_len;
+  lo.max_num_seqs = opts.max_num_seqs;
+  lo.experts = opts.experts;
   lo.load_mtp = opts.load_mtp;
   auto eos = generation_eos_ids(dir);
   if (opts.load_mtp && !Checkpoint::open(dir)->has("mtp.fc.weight"))   // headers only: before the long load

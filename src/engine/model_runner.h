@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/speculative.h"
+#include "model/memory_plan.h"
 
 namespace qinfer::vision {
 struct ImagePatches;
@@ -90,6 +91,12 @@ struct RunnerLoadOptions {
   int threads = 0;
   bool dense_int8 = false;
   bool load_vision = true;   // false: text only (--limit-mm-per-prompt '{"image": 0}')
+  // The memory plan's inputs (LoadOptions): budget in bytes (0: available), the KV's
+  // tokens per sequence (0: the model's context, lowered to fit) and sequences.
+  double memory_budget = 0;
+  int64_t max_model_len = 0;
+  int64_t max_num_seqs = 1;
+  model::ExpertsPlacement experts = model::ExpertsPlacement::kAuto;
   bool load_mtp = false;     // load the mtp.* draft head (error when the checkpoint has none)
   int64_t draft_vocab = 0;   // > 0: the MTP drafts among token ids below this only
   bool draft_int8 = false;   // the MTP drafts score with an int8 copy of the lm_head

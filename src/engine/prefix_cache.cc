@@ -2,8 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
 #include <string>
+
+#include "util/system_memory.h"
 
 namespace qinfer::engine {
 
@@ -22,12 +23,8 @@ constexpr uint64_t kRootSeed = 0x51f15e7a11c0ffeeull;
 }  // namespace
 
 size_t mem_available_bytes() {
-  std::ifstream f("/proc/meminfo");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("MemAvailable:", 0) == 0) return std::stoull(line.substr(13)) * 1024;   // "...  N kB"
-  }
-  return 0;
+  // The memory plan's reading: MemAvailable, or the memory cgroup's free room when tighter.
+  return static_cast<size_t>(read_system_memory().usable().value_or(0));
 }
 
 uint64_t image_content_hash(int64_t grid_t, int64_t grid_h, int64_t grid_w, const std::vector<float>& pixels) {

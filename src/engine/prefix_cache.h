@@ -55,7 +55,8 @@ struct PrefixSeq {
   }
 };
 
-// MemAvailable of /proc/meminfo in bytes; 0 when it cannot be read.
+// What a new allocation can get (util/system_memory: MemAvailable, or the memory cgroup's
+// free room when tighter) in bytes; 0 when neither can be read.
 size_t mem_available_bytes();
 
 struct PrefixCacheStats {

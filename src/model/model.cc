@@ -37,7 +37,13 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const LoadOptions& op
   if (tc.num_experts_per_tok < 1 || tc.num_experts_per_tok > tc.num_experts)
     fail(dir, "/config.json: num_experts_per_tok ", tc.num_experts_per_tok, " must be in 1..num_experts");
   m->arena_ = std::make_unique<model::Arena>();
-  m->w_ = model::load_weights(m->config_, Checkpoint::open(dir), opts.dense_int8, opts.load_mtp, opts.resident_dense);
+  auto ck = Checkpoint::open(dir);   // headers only: no weight byte is read before the plan
+  m->plan_ = std::make_unique<model::MemoryPlan>(model::plan_load(*ck, m->config_, opts));
+  m->max_context_ = m->plan_->len_lowered ? m->plan_->max_model_len : tc.max_position_embeddings;
+  m->w_ = model::load_weights(m->config_, std::move(ck), opts.dense_int8, opts.load_mtp, opts.resident_dense,
+                              m->plan_->experts_file_backed);
+  if (m->plan_->experts_file_backed)
+    m->w_->expert_cache = std::make_unique<model::ExpertCache>(m->w_->layers, m->plan_->experts_hot);
   m->load_vision_tower(opts.load_vision);
   log_info("loaded ", dir, ": ", tc.num_hidden_layers, " layers, ", m->weight_bytes() / (1024 * 1024),
            " MiB of weights", m->w_->mtp ? " (with MTP head)" : "", m->vision_ ? " (with vision tower)" : "",
@@ -46,6 +52,10 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const LoadOptions& op
 }
 
 bool Model::has_mtp() const { return w_->mtp != nullptr; }
+
+const model::MemoryPlan& Model::memory_plan() const { return *plan_; }
+
+const model::ExpertCache* Model::expert_cache() const { return w_->expert_cache.get(); }
 
 size_t Model::weight_bytes() const { return w_->bytes() + (vision_ ? vision_->weight_bytes() : 0); }
 
@@ -178,6 +188,7 @@ void Model::validate(const std::vector<Step>& steps) const {
 }
 
 void Model::forward_batch(const std::vector<Step>& steps, ForwardTrace* trace) {
+  if (w_->expert_cache) w_->expert_cache->maybe_rebalance();   // between passes: no product is running
   const TextConfig& tc = config_.text;
   const int64_t H = tc.hidden_size;
   std::vector<model::Span> spans;

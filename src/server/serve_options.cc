@@ -95,6 +95,7 @@ std::string serve_usage() {
          "        QINFER_ALLOW_LONG_MAX_MODEL_LEN=1, which serves the model's context instead)\n"
          "       [--reasoning-parser qwen3] [--enable-auto-tool-choice] [--tool-call-parser qwen3_coder]\n"
          "       [--limit-mm-per-prompt '{\"image\": N}'] [--threads N] [--dense bf16|int8]\n"
+         "       [--memory-budget-gb G] [--experts auto|resident|mapped]\n"
          "       [--speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": K}'] (K 1..4;\n"
          "        optional \"disable_by_batch_size\": N)\n"
          "       [--chat-template FILE] [--default-chat-template-kwargs JSON] [--language-model-only]\n"
@@ -104,7 +105,7 @@ std::string serve_usage() {
          "       [--enable-prefix-caching (accepted, no effect yet)] [--mm-encoder-tp-mode weights|data]\n"
          "       --max-model-len takes vLLM's suffixes: 32k = 32000, 32K = 32768, 1M = 1048576, -1/auto\n"
          "       [--enable-prefix-caching | --no-enable-prefix-caching] [--prefix-cache-gb GB]\n"
-         "       (prefix caching is on by default; its budget defaults to a quarter of MemAvailable)\n"
+         "       (prefix caching is on by default; its budget defaults to a quarter of the available memory)\n"
          "       vLLM GPU flags (--gpu-memory-utilization, --tensor-parallel-size, --dtype,\n"
          "       --skip-mm-profiling, ...) are accepted and ignored.\n";
 }
@@ -115,6 +116,7 @@ ServeOptions parse_serve_options(int argc, char** argv) {
       {"max-num-seqs", true}, {"max-model-len", true}, {"max-num-batched-tokens", true},
       {"reasoning-parser", true}, {"tool-call-parser", true}, {"enable-auto-tool-choice", false},
       {"limit-mm-per-prompt", true}, {"threads", true}, {"dense", true}, {"dense-int8", false}, {"model", true},
+      {"memory-budget-gb", true}, {"experts", true},
       {"help", false}, {"chat-template", true}, {"default-chat-template-kwargs", true},
       {"language-model-only", false}, {"mm-encoder-tp-mode", true},
       {"ssl-keyfile", true}, {"ssl-certfile", true}, {"allowed-origins", true}, {"allowed-methods", true},
@@ -261,6 +263,12 @@ ServeOptions parse_serve_options(int argc, char** argv) {
   std::string dense = a.get_or("dense", a.has("dense-int8") ? "int8" : "bf16");
   if (dense != "bf16" && dense != "int8") fail("option --dense must be bf16 or int8, got '", dense, "'");
   o.dense_int8 = dense == "int8";
+  if (a.has("memory-budget-gb")) {
+    const double g = a.get_double("memory-budget-gb", 0);
+    if (!(g > 0)) fail("option --memory-budget-gb: must be a positive number of GB (10^9 bytes)");
+    o.memory_budget = g * 1e9;
+  }
+  o.experts = a.get_or("experts", "auto");   // checked by the CLI with the model's parser
   if (a.has("speculative-config")) o.spec = engine::parse_speculative_config(a.get("speculative-config"));
   for (const char* f : kIgnoredWithValue) {
     if (a.has(f)) o.ignored.push_back(std::string("--") + f + " " + a.get(f));

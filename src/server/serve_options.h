@@ -35,6 +35,8 @@ struct ServeOptions {
   double prefix_cache_gb = -1;               // --prefix-cache-gb (< 0: from MemAvailable)
   int threads = 0;
   bool dense_int8 = false;
+  double memory_budget = 0;                  // --memory-budget-gb, bytes; 0: what is available
+  std::string experts = "auto";              // --experts auto|resident|mapped
   engine::SpeculativeOptions spec;            // --speculative-config
   // --- operational flags (vLLM spelling where vLLM has one) ---
   std::string chat_template;                 // --chat-template: a file, or the template text itself

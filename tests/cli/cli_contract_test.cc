@@ -19,29 +19,15 @@
 #include <nlohmann/json.hpp>
 
 #include "io/safetensors.h"
+#include "run_shell.h"
 
 namespace qinfer {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct RunResult {
-  int code;
-  std::string out;  // stdout + stderr
-};
-
-RunResult run(const std::string& args) {
-  std::string cmd = std::string(QINFER_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  RunResult r{-1, ""};
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int st = pclose(p);
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-  return r;
-}
+using RunResult = test::ShellRun;
+RunResult run(const std::string& args) { return test::run_shell(std::string(QINFER_BINARY) + " " + args); }
 
 std::string fixture(const std::string& name) { return std::string(QINFER_FIXTURES_DIR) + "/text/" + name; }
 
