@@ -100,7 +100,9 @@ int cmd_bench(int argc, char** argv) {
                  "                    [--contexts 0,4096,32768] [--decode-tokens 8] [--rounds 5] [--mmap-dense]\n"
                  "Decode times --rounds x --decode-tokens steps per context, each right after a bandwidth probe.\n"
                  "--mmap-dense reads dense weights from the checkpoint mapping instead of a huge-page copy.\n"
-                 "QINFER_PROFILE=1 adds a per-part time breakdown of each phase.\n");
+                 "QINFER_PROFILE=1 adds a per-part time breakdown of each phase.\n"
+                 "QINFER_KERNEL_OPTS=bf16_dot (opt-in, less exact) or bf16_widen|bf16_widen256|bf16_split3|bf16_split:\n"
+                 "see qinfer --help.\n");
     return 0;
   }
   LoadOptions lo = load_options_from_args(a);
