@@ -10,7 +10,8 @@ fi
 PKGS=(build-essential cmake ninja-build pkg-config
       nlohmann-json3-dev libcpp-httplib-dev libpcre2-dev libicu-dev
       libgtest-dev libgmock-dev libbenchmark-dev
-      curl python3 python3-jinja2 python3-numpy)
+      libpng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev
+      curl python3 python3-jinja2 python3-numpy python3-requests)
 # node and npm: the nodesource 'nodejs' package ships npm itself and conflicts with
 # Debian's 'npm'; install Debian's pair only where no node is present at all.
 command -v node >/dev/null 2>&1 || PKGS+=(nodejs)

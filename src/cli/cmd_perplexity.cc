@@ -1,5 +1,5 @@
 // qinfer perplexity --model DIR --file TEXT [--ctx 2048] [--stride 512]
-// Perplexity by the Hugging Face fixed-length recipe (shared/spec/gptq.md §5):
+// Perplexity by the Hugging Face fixed-length recipe (docs/MODEL.md §9):
 // windows of --ctx tokens starting every --stride tokens; each window scores only
 // the tokens no earlier window scored; PPL = exp(token-weighted mean NLL).
 // --hf-rows joins the file's lines with "\n\n" (how `datasets` rows of

@@ -28,8 +28,7 @@ const Command kCommands[] = {
     {"logits", qinfer::cli::cmd_logits, "write the logits of one prefill call to a file"},
     {"inspect", qinfer::cli::cmd_inspect, "summarise a checkpoint folder"},
     {"synth", qinfer::cli::cmd_synth, "write a synthetic checkpoint with random weights"},
-    // Not listed while cmd_quantize.cc is a placeholder that only says it is not implemented.
-    {"quantize", qinfer::cli::cmd_quantize, "quantize a BF16 checkpoint to GPTQ int4", false},
+    {"quantize", qinfer::cli::cmd_quantize, "quantize a BF16 checkpoint to GPTQ int4 (GPTQModel recipe)"},
     {"perplexity", qinfer::cli::cmd_perplexity, "perplexity on a text file"},
     {"bench", qinfer::cli::cmd_bench, "prefill/decode speed and memory bandwidth"},
 };

@@ -214,7 +214,9 @@ void SafetensorsWriter::write(const std::string& path) const {
     }
     ok = ok && (src->empty() || std::fwrite(src->data(), 1, src->size(), f) == src->size());
   }
-  if (std::fclose(f) != 0 || !ok) fail(path, ": write failed");
+  int err = ok ? 0 : errno;
+  if (std::fclose(f) != 0 && ok) err = errno, ok = false;
+  if (!ok) fail(path, ": write failed: ", err ? std::strerror(err) : "short write");
 }
 
 }  // namespace qinfer

@@ -1,4 +1,4 @@
-// Gated full attention (spec §3.4): per-head [query | gate] projection, zero-centred
+// Gated full attention (docs/MODEL.md §4): per-head [query | gate] projection, zero-centred
 // q/k norms, partial interleaved mRoPE, KV cache, causal GQA softmax attention,
 // sigmoid output gate, o_proj.
 #include <algorithm>
@@ -13,6 +13,19 @@
 #include "util/thread_pool.h"
 
 namespace qinfer::model {
+
+namespace {
+// The (t, h, w) rotary position of batch row `row` (token index `index`) of span s.
+void rope_position(const std::vector<Span>& spans, int s, int64_t row, int64_t index, int64_t p3[3]) {
+  const Span& sp = spans[s];
+  if (sp.mrope_pos) {
+    const int64_t* p = sp.mrope_pos + (row - sp.begin) * 3;
+    p3[0] = p[0], p3[1] = p[1], p3[2] = p[2];
+  } else {
+    p3[0] = p3[1] = p3[2] = index + sp.rope_delta;   // text: all three mRoPE streams equal
+  }
+}
+}  // namespace
 
 void attention_forward(const TextConfig& tc, const AttentionWeights& w, const float* inv_freq, const float* U,
                        int64_t N, const std::vector<Span>& spans, const std::vector<KvCache*>& caches, float* out,
@@ -29,8 +42,12 @@ void attention_forward(const TextConfig& tc, const AttentionWeights& w, const fl
   apply_all({{&w.q, U, N, qg}, {&w.k, U, N, k}, {&w.v, U, N, v}});
 
   std::vector<int64_t> pos(N);
+  std::vector<int> span_of(N);
   for (size_t s = 0; s < spans.size(); ++s)
-    for (int64_t t = 0; t < spans[s].n; ++t) pos[spans[s].begin + t] = spans[s].pos0 + t;
+    for (int64_t t = 0; t < spans[s].n; ++t) {
+      pos[spans[s].begin + t] = spans[s].pos0 + t;
+      span_of[spans[s].begin + t] = static_cast<int>(s);
+    }
 
   prof.emplace(Part::kAttnCore);
   // Split q | gate, norms, rotary embedding.
@@ -41,7 +58,8 @@ void attention_forward(const TextConfig& tc, const AttentionWeights& w, const fl
   parallel_for(N, 4, [&](int64_t t0, int64_t t1, int) {
     std::vector<float> cs(half), sn(half);
     for (int64_t t = t0; t < t1; ++t) {
-      const int64_t p3[3] = {pos[t], pos[t], pos[t]};   // text: all three mRoPE streams equal
+      int64_t p3[3];
+      rope_position(spans, span_of[t], t, pos[t], p3);
       ops::mrope_cos_sin(p3, inv_freq, half, section, n_section, cs.data(), sn.data());
       for (int64_t h = 0; h < nh; ++h) {
         const float* src = qg + t * 2 * qw + h * 2 * hd;

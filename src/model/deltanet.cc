@@ -1,4 +1,4 @@
-// Gated DeltaNet layer (spec §3.3): projections, causal depthwise conv + SiLU
+// Gated DeltaNet layer (docs/MODEL.md §3): projections, causal depthwise conv + SiLU
 // with the conv state, L2-normed q/k, decay and beta gates, the delta rule
 // (recurrent for a single token, chunked C = 64 otherwise), gated RMSNorm, out_proj.
 #include <algorithm>

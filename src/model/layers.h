@@ -16,6 +16,11 @@ struct Span {
   int64_t begin = 0;   // first batch row
   int64_t n = 0;       // rows
   int64_t pos0 = 0;    // position of the first row (tokens already in the cache)
+  // Rotary positions (images, mRoPE): mrope_pos [n][3] (t, h, w) when given, else
+  // pos0 + t + rope_delta on all three streams. KV slots and the causal mask
+  // always follow the token index pos0 + t.
+  const int64_t* mrope_pos = nullptr;
+  int64_t rope_delta = 0;
 };
 
 // Gated DeltaNet token mixer: U [N][H] (normed input) -> out [N][H].
@@ -29,16 +34,30 @@ void attention_forward(const TextConfig& tc, const AttentionWeights& w, const fl
                        int64_t N, const std::vector<Span>& spans, const std::vector<KvCache*>& caches, float* out,
                        Arena& ar);
 
+// Sees the inputs of each routed expert's products during moe_forward (the GPTQ
+// quantizer builds per-expert Hessians from them). Called on the calling thread,
+// once per expert that received rows, in ascending expert order.
+struct MoeObserver {
+  virtual ~MoeObserver() = default;
+  // X [n][hidden]: the normed inputs of the n tokens routed to expert e (gate_proj and up_proj input).
+  virtual void gate_up_input(int64_t e, const float* X, int64_t n) {}
+  // X [n][moe_intermediate]: silu(gate) * up of the same rows (down_proj input).
+  virtual void down_input(int64_t e, const float* X, int64_t n) {}
+};
+
 // Sparse MoE block with shared expert: U [N][H] -> out [N][H]. When topk is not
 // null it receives the chosen experts [N][top_k] in descending probability.
 void moe_forward(const TextConfig& tc, const MoeWeights& w, const float* U, int64_t N, float* out,
-                 std::vector<int>* topk, Arena& ar);
+                 std::vector<int>* topk, Arena& ar, MoeObserver* observer = nullptr);
 
 // Scratch buffers come from `ar`, which decoder_layer resets on entry.
 
 // One decoder layer in place on the residual stream X [N][H].
 void decoder_layer(const TextConfig& tc, const LayerWeights& l, const float* inv_freq, float* X, int64_t N,
                    const std::vector<Span>& spans, const std::vector<KvCache*>& caches, std::vector<int>* topk,
-                   Arena& ar);
+                   Arena& ar, MoeObserver* observer = nullptr);
+
+// The cache shapes of one sequence of this text model (mtp: with the MTP head's cache).
+StateShape text_state_shape(const TextConfig& tc, bool mtp);
 
 }  // namespace qinfer::model

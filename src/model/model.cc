@@ -13,6 +13,7 @@
 #include "util/error.h"
 #include "util/log.h"
 #include "util/thread_pool.h"
+#include "vision/vision_tower.h"
 
 namespace qinfer {
 
@@ -37,30 +38,18 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const LoadOptions& op
     fail(dir, "/config.json: num_experts_per_tok ", tc.num_experts_per_tok, " must be in 1..num_experts");
   m->arena_ = std::make_unique<model::Arena>();
   m->w_ = model::load_weights(m->config_, Checkpoint::open(dir), opts.dense_int8, opts.load_mtp, opts.resident_dense);
+  m->load_vision_tower(opts.load_vision);
   log_info("loaded ", dir, ": ", tc.num_hidden_layers, " layers, ", m->weight_bytes() / (1024 * 1024),
-           " MiB of weights", m->w_->mtp ? " (with MTP head)" : "", " in ", now_seconds() - t0, " s");
+           " MiB of weights", m->w_->mtp ? " (with MTP head)" : "", m->vision_ ? " (with vision tower)" : "",
+           " in ", now_seconds() - t0, " s");
   return m;
 }
 
 bool Model::has_mtp() const { return w_->mtp != nullptr; }
 
-size_t Model::weight_bytes() const { return w_->bytes(); }
+size_t Model::weight_bytes() const { return w_->bytes() + (vision_ ? vision_->weight_bytes() : 0); }
 
 namespace {
-StateShape state_shape(const TextConfig& tc, bool mtp) {
-  StateShape s;
-  s.num_full_layers = tc.num_full_layers();
-  s.num_linear_layers = tc.num_hidden_layers - s.num_full_layers;
-  s.num_mtp_layers = mtp ? 1 : 0;
-  s.kv_width = static_cast<int64_t>(tc.num_key_value_heads) * tc.head_dim;
-  s.conv_rows = tc.linear_conv_kernel_dim - 1;
-  s.conv_dim = 2LL * tc.linear_num_key_heads * tc.linear_key_head_dim +
-               static_cast<int64_t>(tc.linear_num_value_heads) * tc.linear_value_head_dim;
-  s.ssm_size = static_cast<int64_t>(tc.linear_num_value_heads) * tc.linear_key_head_dim * tc.linear_value_head_dim;
-  return s;
-}
-
-
 // Token ids inside the vocabulary and positions below max_position_embeddings.
 void check_tokens(const char* what, size_t step, const int* tokens, int64_t n, int64_t pos0, int64_t vocab,
                   int64_t max_pos) {
@@ -121,7 +110,7 @@ void head(const TextConfig& tc, const std::vector<float>& norm, const model::Lin
 }  // namespace
 
 std::unique_ptr<SequenceState> Model::new_sequence() const {
-  return std::make_unique<SequenceState>(state_shape(config_.text, w_->mtp != nullptr));
+  return std::make_unique<SequenceState>(model::text_state_shape(config_.text, w_->mtp != nullptr));
 }
 
 void Model::forward(const std::vector<Step>& steps, ForwardTrace* trace) {
@@ -160,6 +149,8 @@ void Model::forward(const std::vector<Step>& steps, ForwardTrace* trace) {
       if (st.all_logits) p.logits = st.logits + off * V;
       else if (!last) p.logits = discard.data();
       if (st.hidden) p.hidden = st.hidden + off * H;
+      if (st.embed_rows) p.embed_rows = st.embed_rows + off;
+      if (st.mrope_pos) p.mrope_pos = st.mrope_pos + off * 3;
       forward_batch({p}, nullptr);
     }
   }
@@ -169,7 +160,7 @@ void Model::forward(const std::vector<Step>& steps, ForwardTrace* trace) {
 void Model::validate(const std::vector<Step>& steps) const {
   const TextConfig& tc = config_.text;
   const int64_t V = tc.vocab_size;
-  const StateShape shape = state_shape(tc, w_->mtp != nullptr);
+  const StateShape shape = model::text_state_shape(tc, w_->mtp != nullptr);
   std::set<const SequenceState*> seen;
   for (size_t s = 0; s < steps.size(); ++s) {
     const Step& st = steps[s];
@@ -190,7 +181,7 @@ void Model::forward_batch(const std::vector<Step>& steps, ForwardTrace* trace) {
   std::vector<Out> outs;
   int64_t N = 0;
   for (const Step& st : steps) {
-    spans.push_back({st.state, N, st.n_tokens, st.state->n_tokens()});
+    spans.push_back({st.state, N, st.n_tokens, st.state->n_tokens(), st.mrope_pos, st.rope_delta});
     outs.push_back({st.logits, st.all_logits, st.hidden});
     N += st.n_tokens;
   }
@@ -200,6 +191,9 @@ void Model::forward_batch(const std::vector<Step>& steps, ForwardTrace* trace) {
   for (const auto& sp : spans) {
     const Step& st = steps[&sp - spans.data()];
     model::embed_rows(*w_, st.tokens, st.n_tokens, H, X.data() + sp.begin * H);
+    if (st.embed_rows)   // image rows replace their placeholders' embeddings
+      for (int64_t t = 0; t < st.n_tokens; ++t)
+        if (st.embed_rows[t]) std::memcpy(X.data() + (sp.begin + t) * H, st.embed_rows[t], H * sizeof(float));
   }
   if (trace) {
     *trace = ForwardTrace();
@@ -227,7 +221,7 @@ void Model::forward_mtp(const std::vector<MtpStep>& steps) {
   const TextConfig& tc = config_.text;
   const int64_t H = tc.hidden_size, V = tc.vocab_size;
   if (steps.empty()) return;
-  const StateShape shape = state_shape(tc, true);
+  const StateShape shape = model::text_state_shape(tc, true);
   std::set<const SequenceState*> seen;
   std::vector<model::Span> spans;
   std::vector<Out> outs;
@@ -261,6 +255,39 @@ void Model::forward_mtp(const std::vector<MtpStep>& steps) {
   model::decoder_layer(tc, m.layer, w_->inv_freq.data(), X.data(), N, spans, caches, nullptr, *arena_);
   for (const auto& sp : spans) sp.state->advance_mtp(sp.n);
   head(tc, m.norm, w_->lm_head, X.data(), spans, outs, nullptr);
+}
+
+}  // namespace qinfer
+
+namespace qinfer {
+
+void Model::load_vision_tower(bool enabled) {
+  if (!config_.has_vision) return;
+  if (!enabled) {
+    log_info(config_.dir, ": vision tower not loaded (image input disabled)");
+    return;
+  }
+  // A config with vision_config but no model.visual.* tensor at all (a text-only
+  // export, as the text fixtures): text only. Any visual tensor present: strict.
+  const auto& all = w_->ck->all();
+  auto it = all.lower_bound("model.visual.");
+  if (it == all.end() || it->first.compare(0, 13, "model.visual.") != 0) {
+    log_info(config_.dir, ": config.json has a vision_config but the checkpoint holds no model.visual.* tensors: text only");
+    return;
+  }
+  const std::string src = config_.dir + "/config.json";
+  vision::VisionConfig vc = vision::parse_vision_config(config_.raw["vision_config"], src);
+  if (vc.out_hidden_size != config_.text.hidden_size)
+    fail(src, ": vision_config.out_hidden_size ", vc.out_hidden_size, " differs from the text hidden_size ",
+         config_.text.hidden_size);
+  if (config_.image_token_id < 0 || config_.image_token_id >= config_.text.vocab_size)
+    fail(src, ": image_token_id ", config_.image_token_id, " is missing or outside the vocabulary");
+  vision_ = vision::VisionTower::load(vc, w_->ck->all());
+}
+
+std::vector<float> Model::encode_images(const std::vector<const vision::ImagePatches*>& images) const {
+  if (!vision_) fail("this model was loaded without a vision tower, so it cannot take images");
+  return vision_->forward(images);
 }
 
 }  // namespace qinfer

@@ -1,7 +1,7 @@
 // The Qwen3.5/3.6 MoE text model (Qwen3_5MoeForConditionalGeneration /
 // Qwen3_5MoeForCausalLM): loading a Hugging Face checkpoint folder (BF16/F16/F32
 // or GPTQ 4-bit experts) and the batched fp32 forward pass with per-sequence
-// caches. See /work/shared/spec/model.md for the math.
+// caches. docs/MODEL.md describes the math.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -18,6 +18,8 @@ struct LoadOptions {
   bool load_mtp = false;    // load the mtp.* head when present (skipped quietly when absent)
   int threads = 0;          // worker threads of the global pool; 0 = all cores
   bool resident_dense = true;  // dense weights off the mapping and GPTQ experts into huge pages (model/resident.h)
+  bool load_vision = true;     // bind model.visual.* when the checkpoint has a vision_config
+                               // (false: text only, as vLLM's --limit-mm-per-prompt '{"image": 0}')
 };
 
 // Optional debugging capture of one forward() call (used by the tests). Rows are
@@ -32,6 +34,10 @@ namespace model {
 struct ModelWeights;
 class Arena;
 }  // namespace model
+namespace vision {
+class VisionTower;
+struct ImagePatches;
+}  // namespace vision
 
 class Model {
  public:
@@ -51,6 +57,13 @@ class Model {
     bool all_logits = false;              // false: only the last token's row
     float* hidden = nullptr;              // optional [n_tokens][hidden]: post-final-norm hidden states
                                           // (the MTP head's input)
+    // Images (see vision/mm_prompt.h): embed_rows[t], when not null, replaces token
+    // t's embedding (a merger row of encode_images); mrope_pos [n_tokens][3] gives the
+    // (t, h, w) rotary positions; without it token t rotates at position
+    // n_tokens_before + t + rope_delta on all three streams (decode after an image prompt).
+    const float* const* embed_rows = nullptr;
+    const int64_t* mrope_pos = nullptr;
+    int64_t rope_delta = 0;
   };
   // Runs all steps as one batched call: the tokens of all sequences go through
   // each weight product together; the sequence-dependent work (attention over its
@@ -63,7 +76,7 @@ class Model {
   void forward(const std::vector<Step>& steps, ForwardTrace* trace = nullptr);
   static constexpr int64_t kMaxCallTokens = 512;   // a multiple of the delta-rule chunk (64)
 
-  // MTP draft head (spec §5; needs LoadOptions::load_mtp). Row t of a step takes the
+  // MTP draft head (docs/MODEL.md §6; needs LoadOptions::load_mtp). Row t of a step takes the
   // main model's post-norm hidden state hidden[t] and the token that follows that
   // position, next_tokens[t]; its rotary position is state->mtp_tokens() + t and it
   // attends over the sequence's own MTP KV cache (rows written by earlier calls).
@@ -78,6 +91,11 @@ class Model {
   };
   void forward_mtp(const std::vector<MtpStep>& steps);
 
+  // The vision tower (null: the checkpoint has none, or LoadOptions::load_vision was off).
+  const vision::VisionTower* vision() const { return vision_.get(); }
+  // Merger rows of the images, in order: [sum of merged tokens][hidden]. Error without a tower.
+  std::vector<float> encode_images(const std::vector<const vision::ImagePatches*>& images) const;
+
   size_t weight_bytes() const;            // resident bytes of the weights as used
   int64_t max_context() const { return config_.text.max_position_embeddings; }
   bool has_mtp() const;
@@ -85,10 +103,12 @@ class Model {
  private:
   Model() = default;
   void validate(const std::vector<Step>& steps) const;
+  void load_vision_tower(bool enabled);
   void forward_batch(const std::vector<Step>& steps, ForwardTrace* trace);
   ModelConfig config_;
   std::unique_ptr<model::ModelWeights> w_;
   std::unique_ptr<model::Arena> arena_;   // forward() scratch, kept between calls
+  std::unique_ptr<vision::VisionTower> vision_;
 };
 
 }  // namespace qinfer

@@ -1,4 +1,4 @@
-// Sparse MoE block (spec §3.5): softmax router over all experts -> top-k ->
+// Sparse MoE block (docs/MODEL.md §5): softmax router over all experts -> top-k ->
 // renormalise; SwiGLU experts run on the tokens routed to them (all experts'
 // products in one batched pass); shared SwiGLU expert scaled by sigmoid(gate).
 #include <algorithm>
@@ -32,7 +32,7 @@ void top_k(const float* p, int64_t E, int64_t K, int* idx, float* wts) {
 }  // namespace
 
 void moe_forward(const TextConfig& tc, const MoeWeights& w, const float* U, int64_t N, float* out,
-                 std::vector<int>* topk, Arena& ar) {
+                 std::vector<int>* topk, Arena& ar, MoeObserver* observer) {
   const int64_t H = tc.hidden_size, E = tc.num_experts, K = tc.num_experts_per_tok;
   const int64_t I = tc.moe_intermediate_size, Is = tc.shared_expert_intermediate_size;
 
@@ -63,6 +63,10 @@ void moe_forward(const TextConfig& tc, const MoeWeights& w, const float* U, int6
     slot_row[i] = r;
     std::memcpy(xg + r * H, U + (i / K) * H, H * sizeof(float));
   }
+
+  if (observer)
+    for (int64_t e = 0; e < E; ++e)
+      if (offset[e + 1] > offset[e]) observer->gate_up_input(e, xg + offset[e] * H, offset[e + 1] - offset[e]);
 
   // Gate/up products of all experts (and the shared expert) in one pass.
   float* gu = ar.alloc<float>(R * 2 * I);
@@ -105,6 +109,10 @@ void moe_forward(const TextConfig& tc, const MoeWeights& w, const float* U, int6
   });
   ops::swiglu(sgu, sgu + N * Is, N * Is, shid);
 
+  if (observer)
+    for (int64_t e = 0; e < E; ++e)
+      if (offset[e + 1] > offset[e]) observer->down_input(e, hid + offset[e] * I, offset[e + 1] - offset[e]);
+
   // Down products.
   prof.emplace(Part::kExpertsDown);
   float* yd = ar.alloc<float>(R * H);
@@ -134,7 +142,7 @@ void moe_forward(const TextConfig& tc, const MoeWeights& w, const float* U, int6
 
 void decoder_layer(const TextConfig& tc, const LayerWeights& l, const float* inv_freq, float* X, int64_t N,
                    const std::vector<Span>& spans, const std::vector<KvCache*>& caches, std::vector<int>* topk,
-                   Arena& ar) {
+                   Arena& ar, MoeObserver* observer) {
   const int64_t H = tc.hidden_size;
   const float eps = static_cast<float>(tc.rms_norm_eps);
   ar.reset();
@@ -153,7 +161,7 @@ void decoder_layer(const TextConfig& tc, const LayerWeights& l, const float* inv
     for (int64_t i = 0; i < N * H; ++i) X[i] += y[i];
     ops::rmsnorm_rows(X, l.post_norm.data(), N, H, eps, u);
   }
-  moe_forward(tc, l.moe, u, N, y, topk, ar);
+  moe_forward(tc, l.moe, u, N, y, topk, ar, observer);
   ProfileScope prof(Part::kNorms);
   for (int64_t i = 0; i < N * H; ++i) X[i] += y[i];
 }

@@ -181,9 +181,7 @@ std::unique_ptr<ModelWeights> load_weights(const ModelConfig& cfg, std::unique_p
   const Checkpoint& c = *w->ck;
   WeightReader r(c, cfg.quant, dense_int8);
   const int64_t H = tc.hidden_size, V = tc.vocab_size;
-  if (c.has("model.language_model.embed_tokens.weight")) w->prefix = "model.language_model.";
-  else if (c.has("model.embed_tokens.weight")) w->prefix = "model.";
-  else fail(c.dir(), ": tensor model.language_model.embed_tokens.weight (or model.embed_tokens.weight) is missing");
+  w->prefix = text_prefix(c);
   w->embed = &r.tensor(w->prefix + "embed_tokens.weight", {V, H});
 
   Progress progress("loading layers", tc.num_hidden_layers);
@@ -227,10 +225,32 @@ std::unique_ptr<ModelWeights> load_weights(const ModelConfig& cfg, std::unique_p
   return w;
 }
 
+std::string text_prefix(const Checkpoint& c) {
+  if (c.has("model.language_model.embed_tokens.weight")) return "model.language_model.";
+  if (c.has("model.embed_tokens.weight")) return "model.";
+  fail(c.dir(), ": tensor model.language_model.embed_tokens.weight (or model.embed_tokens.weight) is missing");
+}
+
+LayerWeights load_text_layer(const ModelConfig& cfg, const Checkpoint& ck, int index) {
+  const TextConfig& tc = cfg.text;
+  if (index < 0 || index >= tc.num_hidden_layers)
+    fail(cfg.dir, "/config.json: layer ", index, " is outside 0..", tc.num_hidden_layers - 1);
+  WeightReader r(ck, cfg.quant, false);
+  const LayerType t = tc.layer_types.at(index);
+  LayerWeights l = load_layer(r, tc, text_prefix(ck) + "layers." + std::to_string(index) + ".", t);
+  int same = 0;
+  for (int i = 0; i < index; ++i) same += tc.layer_types.at(i) == t;
+  l.cache_index = same;
+  return l;
+}
+
 void embed_rows(const ModelWeights& w, const int* tokens, int64_t n, int64_t hidden, float* out) {
+  embed_rows(*w.embed, tokens, n, hidden, out);
+}
+
+void embed_rows(const TensorInfo& t, const int* tokens, int64_t n, int64_t hidden, float* out) {
   // Rows are read from the file (TensorInfo::read_bytes), not through the
   // mapping, so only the page cache holds the table, not this process's memory.
-  const TensorInfo& t = *w.embed;
   const size_t row_bytes = static_cast<size_t>(hidden) * dtype_size(t.dtype);
   std::vector<uint8_t> row(row_bytes);
   for (int64_t i = 0; i < n; ++i) {

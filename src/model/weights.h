@@ -73,5 +73,14 @@ std::unique_ptr<ModelWeights> load_weights(const ModelConfig& cfg, std::unique_p
 
 // Embedding rows of `tokens` as fp32 into out[n][H].
 void embed_rows(const ModelWeights& w, const int* tokens, int64_t n, int64_t hidden, float* out);
+void embed_rows(const TensorInfo& embed, const int* tokens, int64_t n, int64_t hidden, float* out);
+
+// For tools that stream a checkpoint one layer at a time (the quantizer): the
+// text model's tensor prefix ("model.language_model." or "model."; Error when
+// there is no embedding), and decoder layer `index` bound on its own (weights
+// are views into the mapped checkpoint; nothing is copied or made resident;
+// cache_index as in the full model).
+std::string text_prefix(const Checkpoint& ck);
+LayerWeights load_text_layer(const ModelConfig& cfg, const Checkpoint& ck, int index);
 
 }  // namespace qinfer::model

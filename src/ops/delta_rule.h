@@ -1,4 +1,4 @@
-// The gated delta rule of one value head (spec §3.3 step 7), fp32.
+// The gated delta rule of one value head (docs/MODEL.md §3 step 6), fp32.
 // State S is [dk][dv] row-major (row = key dim). Inputs per token t:
 // q[t] (L2-normed and scaled), k[t] (L2-normed), v[t], log-decay g[t] <= 0, beta[t].
 // Token t's vectors sit at q + t*q_stride etc.; g and beta at g[t*gb_stride].

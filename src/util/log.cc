@@ -38,9 +38,13 @@ void Progress::update(int64_t done) {
   if (pct == last_pct_ || (!tty_ && pct < last_pct_ + 10 && done != total_)) return;
   last_pct_ = pct;
   std::lock_guard<std::mutex> lock(g_mu);
-  std::fprintf(stderr, "%s[qinfer] %s %lld/%lld (%d%%, %.1fs)%s", tty_ ? "\r" : "", what_.c_str(),
-               static_cast<long long>(done), static_cast<long long>(total_), pct,
-               now_seconds() - start_, tty_ ? "" : "\n");
+  const double elapsed = now_seconds() - start_;
+  char eta[48] = "";
+  if (done > 0 && done < total_)
+    std::snprintf(eta, sizeof eta, ", eta %.0fs", elapsed * static_cast<double>(total_ - done) / static_cast<double>(done));
+  std::fprintf(stderr, "%s[qinfer] %s %lld/%lld (%d%%, %.1fs%s)%s", tty_ ? "\r" : "", what_.c_str(),
+               static_cast<long long>(done), static_cast<long long>(total_), pct, elapsed, eta,
+               tty_ ? "" : "\n");
   std::fflush(stderr);
 }
 
