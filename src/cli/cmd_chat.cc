@@ -1,6 +1,7 @@
 // qinfer chat --model DIR: an interactive conversation in the terminal.
 // Streams the reply; thinking is shown dimmed (or hidden with --hide-thinking);
 // /reset starts over, /exit (or Ctrl-D) quits; Ctrl-C stops the reply, not the program.
+// /image PATH attaches an image to the next message (an image part before its text).
 #include <unistd.h>
 
 #include <atomic>
@@ -12,6 +13,7 @@
 #include "chat/reasoning_parser.h"
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
+#include "cli/image_flags.h"
 #include "jinja/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -33,7 +35,8 @@ int cmd_chat(int argc, char** argv) {
   Args a(argc, argv, specs);
   if (a.has("help")) {
     std::fprintf(stderr, "usage: qinfer chat --model DIR [--system TEXT] [--no-think] [--hide-thinking]\n%s"
-                         "In the chat: /reset clears the conversation, /exit or Ctrl-D quits,\n"
+                         "In the chat: /reset clears the conversation, /image PATH attaches an image to the next message,\n"
+                         "/exit or Ctrl-D quits,\n"
                          "Ctrl-C stops the reply being written.\n", generation_flags_help());
     return 0;
   }
@@ -44,7 +47,8 @@ int cmd_chat(int argc, char** argv) {
   if (!a.has("max-tokens")) params.max_tokens = 4096;
   const bool thinking = !a.has("no-think");
   const bool hide_thinking = a.has("hide-thinking");
-  auto eng = engine::Engine::load(model_dir_from_args(a), engine_options_from_args(a));
+  const std::string dir = model_dir_from_args(a);
+  auto eng = engine::Engine::load(dir, engine_options_from_args(a));
   if (!eng->tokenizer() || !eng->chat_template())
     fail(a.get("model"), ": chat needs tokenizer.json and a chat template in the model folder");
 
@@ -59,6 +63,10 @@ int cmd_chat(int argc, char** argv) {
   nlohmann::json messages = nlohmann::json::array();
   if (a.has("system")) messages.push_back({{"role", "system"}, {"content", a.get("system")}});
   std::fprintf(stderr, "qinfer chat: /reset clears the conversation, /exit quits, Ctrl-C stops a reply.\n");
+  // Every image of the conversation, in prompt order (the whole history is re-rendered
+  // each turn), and how many of them wait for the next message.
+  std::vector<vision::ImagePatches> images;
+  size_t pending_images = 0;
   for (;;) {
     std::fprintf(stdout, "\n> ");
     std::fflush(stdout);
@@ -77,11 +85,39 @@ int cmd_chat(int argc, char** argv) {
       nlohmann::json keep = nlohmann::json::array();
       if (a.has("system")) keep.push_back(messages[0]);
       messages = keep;
+      images.clear();
+      pending_images = 0;
       std::fprintf(stderr, "(conversation cleared)\n");
       continue;
     }
+    if (line.rfind("/image", 0) == 0 && (line.size() == 6 || line[6] == ' ')) {
+      std::string path = line.size() > 7 ? line.substr(7) : "";
+      if (path.empty()) {
+        std::fprintf(stderr, "usage: /image PATH\n");
+        continue;
+      }
+      try {
+        ImageList one = load_images({path}, dir);
+        images.push_back(one->front());
+        ++pending_images;
+        std::fprintf(stderr, "(image attached to the next message: %s)\n", path.c_str());
+      } catch (const Error& e) {
+        std::fprintf(stderr, "error: %s\n", e.what());
+      }
+      continue;
+    }
     if (line.empty()) continue;
-    messages.push_back({{"role", "user"}, {"content", line}});
+    const size_t turn_images = pending_images;
+    if (pending_images) {
+      nlohmann::json content = nlohmann::json::array();
+      for (size_t i = 0; i < pending_images; ++i) content.push_back({{"type", "image"}});
+      content.push_back({{"type", "text"}, {"text", line}});
+      messages.push_back({{"role", "user"}, {"content", content}});
+      pending_images = 0;
+    } else {
+      messages.push_back({{"role", "user"}, {"content", line}});
+    }
+    params.images = images.empty() ? nullptr : std::make_shared<const std::vector<vision::ImagePatches>>(images);
     std::string prompt_text = eng->chat_template()->apply(messages, nullptr, true, {{"enable_thinking", thinking}});
     std::vector<int> prompt = eng->tokenizer()->encode(prompt_text, true);
     chat::ReasoningStream split(chat::prompt_ends_reasoning(prompt_text));
@@ -105,11 +141,19 @@ int cmd_chat(int argc, char** argv) {
       std::fflush(stdout);
     };
     g_interrupted = false;
-    engine::GenResult r = eng->generate(prompt, params, [&](const engine::GenEvent& ev) {
-      reply += ev.text;
-      show(split.push(ev.text));
-      return !g_interrupted.load();
-    });
+    engine::GenResult r;
+    try {
+      r = eng->generate(prompt, params, [&](const engine::GenEvent& ev) {
+        reply += ev.text;
+        show(split.push(ev.text));
+        return !g_interrupted.load();
+      });
+    } catch (const Error& e) {   // the request was refused (e.g. images without a tower): drop the turn
+      std::fprintf(stderr, "error: %s\n", e.what());
+      messages.erase(messages.size() - 1);
+      images.resize(images.size() - turn_images);
+      continue;
+    }
     show(split.finish());
     if (in_thinking_style) std::fputs(reset, stdout);
     if (r.reason == engine::FinishReason::kError) log_error(r.error);

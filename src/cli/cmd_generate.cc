@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
+#include "cli/image_flags.h"
 #include "jinja/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -21,12 +22,15 @@ namespace qinfer::cli {
 int cmd_generate(int argc, char** argv) {
   auto specs = generation_option_specs();
   for (OptionSpec s : std::vector<OptionSpec>{{"ids", true}, {"prompt", true}, {"print-ids", false},
-                                              {"chat", false}, {"no-think", false}, {"stop-at-eos", false}})
+                                              {"chat", false}, {"no-think", false}, {"stop-at-eos", false},
+                                              {"image", true, true}})
     specs.push_back(s);
   Args a(argc, argv, specs);
   if (a.has("help")) {
-    std::fprintf(stderr, "usage: qinfer generate --model DIR (--ids 3,1,4 | --prompt TEXT [--chat] [--no-think]) [--print-ids]\n"
-                 "  --ids mode runs exactly --max-tokens steps unless --stop-at-eos is given.\n%s",
+    std::fprintf(stderr, "usage: qinfer generate --model DIR (--ids 3,1,4 | --prompt TEXT [--chat] [--no-think]) [--image FILE ...] [--print-ids]\n"
+                 "  --ids mode runs exactly --max-tokens steps unless --stop-at-eos is given.\n"
+                 "  --image (repeatable): with --ids, the ids hold one image_token_id per image, in flag order;\n"
+                 "  with --prompt, the images come before the text (--chat: as image parts of the user turn).\n%s",
                  generation_flags_help());
     return 0;
   }
@@ -34,7 +38,10 @@ int cmd_generate(int argc, char** argv) {
   engine::GenParams params = gen_params_from_args(a, /*default_temperature=*/0.0);
   std::vector<int> prompt;
   if (a.has("ids")) prompt = parse_int_list(a.get("ids"), "--ids");  // before the slow load
-  auto eng = engine::Engine::load(model_dir_from_args(a), engine_options_from_args(a));
+  const std::string dir = model_dir_from_args(a);
+  params.images = load_images(a.get_all("image"), dir);   // before the slow load
+  const size_t n_images = params.images ? params.images->size() : 0;
+  auto eng = engine::Engine::load(dir, engine_options_from_args(a));
 
   if (a.has("ids")) {
     if (!a.has("stop-at-eos")) params.ignore_eos = true;
@@ -43,11 +50,19 @@ int cmd_generate(int argc, char** argv) {
     std::string text = a.get("prompt");
     if (a.has("chat")) {
       if (!eng->chat_template()) fail(a.get("model"), ": the folder has no chat template, so --chat cannot be used");
-      nlohmann::json messages = nlohmann::json::array({{{"role", "user"}, {"content", text}}});
+      nlohmann::json content = text;
+      if (n_images) {
+        content = nlohmann::json::array();
+        for (size_t i = 0; i < n_images; ++i) content.push_back({{"type", "image"}});
+        content.push_back({{"type", "text"}, {"text", text}});
+      }
+      nlohmann::json messages = nlohmann::json::array({{{"role", "user"}, {"content", content}}});
       nlohmann::json kwargs = {{"enable_thinking", !a.has("no-think")}};
       text = eng->chat_template()->apply(messages, nullptr, true, kwargs);
+    } else if (n_images && text.find("<|image_pad|>") == std::string::npos) {
+      text = image_placeholders(n_images) + text;
     }
-    prompt = eng->tokenizer()->encode(text, /*parse_special=*/a.has("chat"));
+    prompt = eng->tokenizer()->encode(text, /*parse_special=*/a.has("chat") || n_images > 0);
   }
   const bool print_ids = a.has("print-ids");
   double t0 = now_seconds();

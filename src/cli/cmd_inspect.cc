@@ -9,6 +9,7 @@
 #include "io/config.h"
 #include "util/args.h"
 #include "util/error.h"
+#include "vision/vision_config.h"
 
 namespace qinfer::cli {
 
@@ -59,12 +60,16 @@ int cmd_inspect(int argc, char** argv) {
   // Tensor census.
   std::map<std::string, std::pair<int64_t, int64_t>> by_kind;  // kind -> (count, bytes)
   std::map<std::string, int64_t> by_dtype;
-  int64_t gptq_modules = 0, text_bytes = 0;
+  int64_t gptq_modules = 0, text_bytes = 0, vision_params = 0, vision_bytes = 0;
   static const std::regex per_expert(R"(\.mlp\.experts\.\d+\.)");
   for (const auto& [name, info] : ck->all()) {
     std::string kind;
     bool text = true;
-    if (name.rfind("model.visual.", 0) == 0) kind = "vision", text = false;
+    if (name.rfind("model.visual.", 0) == 0) {
+      kind = "vision", text = false;
+      vision_params += info->numel();
+      vision_bytes += static_cast<int64_t>(info->nbytes);
+    }
     else if (name.rfind("mtp.", 0) == 0) kind = "mtp", text = false;
     else if (std::regex_search(name, per_expert)) kind = "experts (per expert)";
     else if (name.find(".mlp.experts.") != std::string::npos) kind = "experts (fused)";
@@ -88,13 +93,24 @@ int cmd_inspect(int argc, char** argv) {
   for (const auto& [d, n] : by_dtype) std::printf(" %s %lld", d.c_str(), static_cast<long long>(n));
   std::printf("\n");
 
+  if (c.has_vision && c.raw.contains("vision_config")) {
+    const vision::VisionConfig v = vision::parse_vision_config(c.raw["vision_config"], dir + "/config.json");
+    std::printf("vision       %d blocks, hidden %d, %d heads, mlp %d, patch %d, merge %dx%d -> %d\n", v.depth,
+                v.hidden_size, v.num_heads, v.intermediate_size, v.patch_size, v.spatial_merge_size,
+                v.spatial_merge_size, v.out_hidden_size);
+    if (vision_params)
+      std::printf("             %.1fM parameters, %s (loaded when present; serve --limit-mm-per-prompt '{\"image\": 0}' skips it)\n",
+                  vision_params / 1e6, human(static_cast<double>(vision_bytes)).c_str());
+    else
+      std::printf("             no model.visual.* tensors in the checkpoint: text only\n");
+  }
   // Memory: the text weights are mapped/repacked once; caches grow with context.
   const int64_t kv_per_token = 2LL * t.num_full_layers() * t.num_key_value_heads * t.head_dim * 2;  // bf16 K and V
   const int64_t nlin = t.num_hidden_layers - t.num_full_layers();
   const int64_t state = nlin * (1LL * t.linear_num_value_heads * t.linear_key_head_dim * t.linear_value_head_dim * 4 +
                                 1LL * (2 * t.linear_num_key_heads * t.linear_key_head_dim +
                                        t.linear_num_value_heads * t.linear_value_head_dim) * (t.linear_conv_kernel_dim - 1) * 4);
-  std::printf("\nmemory       text weights %s (vision and MTP not loaded by default)\n", human(static_cast<double>(text_bytes)).c_str());
+  std::printf("\nmemory       text weights %s (MTP not loaded by default)\n", human(static_cast<double>(text_bytes)).c_str());
   std::printf("             KV cache %s per token, %s at full context; DeltaNet state %s per sequence\n",
               human(static_cast<double>(kv_per_token)).c_str(),
               human(static_cast<double>(kv_per_token) * static_cast<double>(t.max_position_embeddings)).c_str(),

@@ -1,32 +1,65 @@
-// qinfer logits --model DIR --ids 3,1,4 --out FILE
+// qinfer logits --model DIR --ids 3,1,4 --out FILE [--image FILE ...]
 // One prefill call over the ids; writes float32 little-endian logits
-// [number of ids, vocab_size], row-major.
+// [number of ids, vocab_size], row-major. With --image, the ids hold ONE
+// image_token_id per image (between vision_start and vision_end, in the order of
+// the --image flags); each is expanded to the image's merged token count, so the
+// file has [expanded length, vocab_size] rows.
 #include <cstdio>
 #include <vector>
 
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
+#include "cli/image_flags.h"
 #include "model/model.h"
 #include "util/args.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "vision/mm_prompt.h"
+#include "vision/vision_tower.h"
 
 namespace qinfer::cli {
 
 int cmd_logits(int argc, char** argv) {
   Args a(argc, argv, {{"model", true}, {"ids", true}, {"out", true}, {"threads", true},
-                      {"dense", true}, {"help", false}});
+                      {"dense", true}, {"image", true, true}, {"help", false}});
   if (a.has("help")) {
-    std::fprintf(stderr, "usage: qinfer logits --model DIR --ids 3,1,4 --out FILE [--threads N] [--dense int8]\n"
-                         "Writes float32 LE logits [n_ids, vocab_size] of one prefill call.\n");
+    std::fprintf(stderr, "usage: qinfer logits --model DIR --ids 3,1,4 --out FILE [--image FILE ...] [--threads N] [--dense int8]\n"
+                         "Writes float32 LE logits [n_ids, vocab_size] of one prefill call. With --image the ids hold\n"
+                         "one image_token_id per image; rows are [expanded length, vocab_size].\n");
     return 0;
   }
   std::vector<int> ids = parse_int_list(a.get("ids"), "--ids");
   std::string out = a.get("out");
   check_output_path(out, "--out");
   LoadOptions lo = load_options_from_args(a);
-  auto model = Model::load(model_dir_from_args(a), lo);
+  const std::string dir = model_dir_from_args(a);
+  ImageList images = load_images(a.get_all("image"), dir);   // before the slow load
+  auto model = Model::load(dir, lo);
   const int64_t vocab = model->config().text.vocab_size;
+  // Images: expanded ids, mRoPE positions and one embedding row per image token.
+  vision::MmPrompt mm;
+  std::vector<float> embeds;
+  std::vector<const float*> rows;
+  if (images) {
+    if (!model->vision()) fail("--image: ", dir, " has no vision tower (no model.visual.* tensors)");
+    std::vector<vision::ImageGrid> grids;
+    std::vector<const vision::ImagePatches*> ptrs;
+    for (const auto& im : *images) {
+      grids.push_back({im.grid_t, im.grid_h, im.grid_w});
+      ptrs.push_back(&im);
+    }
+    mm = vision::expand_image_prompt(ids, grids, model->config().image_token_id,
+                                     model->vision()->config().spatial_merge_size, "--ids");
+    ids = mm.ids;
+    double tv = now_seconds();
+    embeds = model->encode_images(ptrs);
+    log_info("vision tower: ", images->size(), " image(s) in ", now_seconds() - tv, " s");
+    const int64_t H = model->config().text.hidden_size;
+    rows.assign(ids.size(), nullptr);
+    int64_t k = 0;
+    for (auto [b, e] : mm.image_ranges)
+      for (int64_t t = b; t < e; ++t) rows[t] = embeds.data() + (k++) * H;
+  }
   std::vector<float> logits(ids.size() * static_cast<size_t>(vocab));
   auto state = model->new_sequence();
   Model::Step step;
@@ -35,6 +68,10 @@ int cmd_logits(int argc, char** argv) {
   step.n_tokens = static_cast<int64_t>(ids.size());
   step.logits = logits.data();
   step.all_logits = true;
+  if (images) {
+    step.embed_rows = rows.data();
+    step.mrope_pos = mm.positions.data();
+  }
   double t0 = now_seconds();
   model->forward({step});
   log_info("prefill of ", ids.size(), " tokens in ", now_seconds() - t0, " s");

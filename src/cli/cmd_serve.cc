@@ -37,6 +37,7 @@ int cmd_serve(int argc, char** argv) {
   eo.prefill_chunk = o.prefill_chunk;
   eo.load.threads = o.threads;
   eo.load.dense_int8 = o.dense_int8;
+  eo.load.load_vision = o.max_images_per_prompt > 0;   // vLLM's '{"image": 0}': text only
   auto engine = engine::Engine::load(o.model_dir, eo);
   server::HttpServer srv(*engine, o);
   int port = srv.bind();

@@ -18,7 +18,6 @@ struct Command {
   const char* name;
   int (*fn)(int, char**);
   const char* help;
-  bool listed = true;  // false: runs, but is left out of the list (a placeholder)
 };
 
 const Command kCommands[] = {
@@ -35,8 +34,7 @@ const Command kCommands[] = {
 
 void usage(std::FILE* out) {
   std::fprintf(out, "usage: qinfer <command> [options]\n\ncommands:\n");
-  for (const auto& c : kCommands)
-    if (c.listed) std::fprintf(out, "  %-11s %s\n", c.name, c.help);
+  for (const auto& c : kCommands) std::fprintf(out, "  %-11s %s\n", c.name, c.help);
   std::fprintf(out,
                "\nqinfer <command> --help shows the options of one command.\n"
                "qinfer --version shows the version and build.\n"
@@ -105,8 +103,7 @@ int main(int argc, char** argv) {
     }
   }
   std::vector<std::string> names;
-  for (const auto& c : kCommands)
-    if (c.listed) names.push_back(c.name);
+  for (const auto& c : kCommands) names.push_back(c.name);
   const std::string near = qinfer::nearest_name(first, names);
   if (!near.empty())
     std::fprintf(stderr, "qinfer: unknown command '%s' (did you mean '%s'?)\n", first.c_str(), near.c_str());

@@ -12,6 +12,8 @@
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "vision/mm_prompt.h"
+#include "vision/preprocess.h"
 
 namespace qinfer::engine {
 
@@ -31,6 +33,12 @@ struct Engine::Seq {
   std::vector<float> logits;
   double submit_time = 0;
   bool done = false;
+  // Images: the expanded prompt's mRoPE positions and image token ranges; the tower's
+  // output (computed when prefill starts) and one embedding row pointer per prompt token.
+  bool has_images = false;
+  vision::MmPrompt mm;
+  std::vector<float> image_embeds;
+  std::vector<const float*> embed_rows;
 };
 
 namespace {
@@ -138,6 +146,21 @@ std::shared_ptr<RequestStream> Engine::submit(std::vector<int> prompt, const Gen
     }
   }
   if (params.max_tokens == 0) fail("max_tokens: must be at least 1");
+  vision::MmPrompt mm;
+  const bool has_images = params.images && !params.images->empty();
+  if (has_images) {
+    if (!model_->has_vision()) {
+      fail("images: this model has no vision tower loaded (the checkpoint has none, or image input is off: "
+           "--limit-mm-per-prompt '{\"image\": 0}'); send text only");
+    }
+    std::vector<vision::ImageGrid> grids;
+    for (const auto& im : *params.images) grids.push_back({im.grid_t, im.grid_h, im.grid_w});
+    mm = vision::expand_image_prompt(prompt, grids, model_->image_token_id(), model_->spatial_merge_size());
+    prompt = mm.ids;
+  } else if (model_->has_vision() && model_->image_token_id() >= 0 &&
+             std::find(prompt.begin(), prompt.end(), model_->image_token_id()) != prompt.end()) {
+    fail("prompt: holds the image token id ", model_->image_token_id(), " but the request has no image");
+  }
   if (params.logprobs > 20) fail("logprobs: at most 20 top logprobs, got ", params.logprobs);
   auto s = std::make_unique<Seq>();
   s->max_tokens = check_context(static_cast<int64_t>(prompt.size()), params.max_tokens);
@@ -165,6 +188,10 @@ std::shared_ptr<RequestStream> Engine::submit(std::vector<int> prompt, const Gen
   s->submit_time = now_seconds();
   s->stream = std::make_shared<RequestStream>(static_cast<int64_t>(prompt.size()));
   s->prompt = std::move(prompt);
+  if (has_images) {
+    s->has_images = true;
+    s->mm = std::move(mm);
+  }
   auto stream = s->stream;
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -180,7 +207,6 @@ GenResult Engine::generate(const std::vector<int>& prompt, const GenParams& para
                            const std::function<bool(const GenEvent&)>& on_event) {
   auto stream = submit(prompt, params);
   GenResult r;
-  r.prompt_tokens = static_cast<int64_t>(prompt.size());
   GenEvent ev;
   while (true) {
     if (!stream->take(ev, 0.5)) continue;
@@ -189,6 +215,7 @@ GenResult Engine::generate(const std::vector<int>& prompt, const GenParams& para
       r.token_info.push_back(t);
     }
     r.text += ev.text;
+    r.prompt_tokens = ev.prompt_tokens;   // the expanded length when there are images
     r.completion_tokens = ev.completion_tokens;
     if (ev.time_to_first_token >= 0) r.time_to_first_token = ev.time_to_first_token;
     if (on_event && !on_event(ev)) stream->cancel();
@@ -292,10 +319,12 @@ void Engine::step(std::vector<std::unique_ptr<Seq>>& active) {
       s->logits.assign(static_cast<size_t>(vocab_), 0.f);
     }
   }
+  encode_pending_images(active);
   // Decoding sequences first: one token each.
   for (auto& s : active) {
-    if (s->prefilled < static_cast<int64_t>(s->prompt.size())) continue;
+    if (s->done || s->prefilled < static_cast<int64_t>(s->prompt.size())) continue;
     steps.push_back({s->state.get(), &s->next_token, 1, s->logits.data()});
+    if (s->has_images) steps.back().rope_delta = s->mm.rope_delta;
     owners.push_back(s.get());
     samples.push_back(1);
   }
@@ -304,15 +333,20 @@ void Engine::step(std::vector<std::unique_ptr<Seq>>& active) {
   int64_t prefill_tokens = 0;
   for (auto& s : active) {
     int64_t remain = static_cast<int64_t>(s->prompt.size()) - s->prefilled;
-    if (remain <= 0) continue;
+    if (remain <= 0 || s->done) continue;
     if (budget <= 0) break;
     int64_t n = std::min(remain, budget);
     steps.push_back({s->state.get(), s->prompt.data() + s->prefilled, n, s->logits.data()});
+    if (s->has_images) {
+      steps.back().embed_rows = s->embed_rows.data() + s->prefilled;
+      steps.back().mrope_pos = s->mm.positions.data() + s->prefilled * 3;
+    }
     owners.push_back(s.get());
     samples.push_back(n == remain);
     budget -= n;
     prefill_tokens += n;
   }
+  if (steps.empty()) return;   // every sequence failed before its forward (image errors)
   std::vector<char> ok(steps.size(), 1);
   try {
     model_->forward(steps);
@@ -347,6 +381,32 @@ void Engine::step(std::vector<std::unique_ptr<Seq>>& active) {
   stats_.prompt_tokens += prefill_tokens;
   stats_.generation_tokens += generated;
   stats_.busy_seconds += now_seconds() - t0;
+}
+
+void Engine::encode_pending_images(std::vector<std::unique_ptr<Seq>>& active) {
+  // Each image sequence runs the tower once, before its first prefill chunk. The
+  // preprocessed patches are dropped afterwards (the embeddings are all prefill needs).
+  for (auto& s : active) {
+    if (!s->has_images || s->done || !s->embed_rows.empty()) continue;
+    try {
+      std::vector<const vision::ImagePatches*> ptrs;
+      for (const auto& im : *s->params.images) ptrs.push_back(&im);
+      s->image_embeds = model_->encode_images(ptrs);
+      const int64_t H = model_->hidden_size();
+      int64_t want = 0;
+      for (auto [b, e] : s->mm.image_ranges) want += e - b;
+      if (static_cast<int64_t>(s->image_embeds.size()) != want * H) {
+        fail("vision tower returned ", s->image_embeds.size(), " values for ", want, " image tokens of width ", H);
+      }
+      s->embed_rows.assign(s->prompt.size(), nullptr);
+      int64_t k = 0;
+      for (auto [b, e] : s->mm.image_ranges)
+        for (int64_t t = b; t < e; ++t) s->embed_rows[t] = s->image_embeds.data() + (k++) * H;
+      s->params.images.reset();
+    } catch (const std::exception& e) {
+      finish_seq(*s, FinishReason::kError, {}, -1, std::string("images: ") + e.what());
+    }
+  }
 }
 
 bool Engine::process_token(Seq& s, const float* logits) {

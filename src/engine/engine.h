@@ -66,7 +66,8 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   // Queues a request. Throws Error for an empty prompt, ids outside the vocabulary,
-  // bad sampling parameters or prompt + max_tokens over max_model_len().
+  // bad sampling parameters or prompt + max_tokens over max_model_len() (the prompt
+  // length after expanding the image placeholders of params.images).
   std::shared_ptr<RequestStream> submit(std::vector<int> prompt, const GenParams& params);
 
   // Blocking: submits and waits; on_event (optional) sees every event as it arrives
@@ -99,6 +100,7 @@ class Engine {
   struct Seq;
   void loop();
   void step(std::vector<std::unique_ptr<Seq>>& active);
+  void encode_pending_images(std::vector<std::unique_ptr<Seq>>& active);
   void finish_seq(Seq& s, FinishReason r, const std::string& stop_str = {}, int stop_token = -1,
                   const std::string& error = {});
   bool process_token(Seq& s, const float* logits);

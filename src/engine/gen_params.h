@@ -11,6 +11,9 @@
 namespace qinfer::grammar {
 class Grammar;
 }
+namespace qinfer::vision {
+struct ImagePatches;
+}
 
 namespace qinfer::engine {
 
@@ -35,6 +38,11 @@ struct GenParams {
   // >= 0 (the </think> id when thinking is on) the constraint starts after that token.
   std::shared_ptr<const grammar::Grammar> grammar;
   int grammar_start_after = -1;
+  // Images of the prompt, preprocessed, in prompt order: the prompt then holds ONE
+  // image_token_id per image (the chat template's form); the engine expands each to its
+  // merged token count, runs the vision tower at the start of prefill and uses the 3-D
+  // mRoPE positions (and rope_delta for the decoded tokens).
+  std::shared_ptr<const std::vector<vision::ImagePatches>> images;
 };
 
 enum class FinishReason { kNone, kStop, kLength, kAbort, kError };

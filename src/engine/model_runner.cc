@@ -1,13 +1,14 @@
 // ModelRunner over the Qwen3.5/3.6 MoE model of src/model.
 #include <filesystem>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 
 #include "engine/model_runner.h"
 #include "model/model.h"
+#include "io/config.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "vision/vision_tower.h"
 
 namespace qinfer::engine {
 
@@ -24,13 +25,7 @@ std::vector<int> generation_eos_ids(const std::string& dir) {
   std::vector<int> ids;
   auto path = std::filesystem::path(dir) / "generation_config.json";
   if (!std::filesystem::exists(path)) return ids;
-  std::ifstream f(path);
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(f);
-  } catch (const nlohmann::json::exception& e) {
-    fail(path.string(), ": not valid JSON: ", e.what());
-  }
+  const nlohmann::json j = read_json_file(path.string());
   if (!j.is_object() || !j.contains("eos_token_id")) return ids;
   const auto& e = j["eos_token_id"];
   if (e.is_number_integer()) ids.push_back(e.get<int>());
@@ -67,9 +62,21 @@ class QwenRunner : public ModelRunner {
       m.n_tokens = s.n_tokens;
       m.logits = s.logits;
       m.all_logits = false;
+      m.embed_rows = s.embed_rows;
+      m.mrope_pos = s.mrope_pos;
+      m.rope_delta = s.rope_delta;
       ms.push_back(m);
     }
     model_->forward(ms);
+  }
+  bool has_vision() const override { return model_->vision() != nullptr; }
+  int image_token_id() const override { return model_->config().image_token_id; }
+  int spatial_merge_size() const override {
+    return model_->vision() ? model_->vision()->config().spatial_merge_size : 2;
+  }
+  int64_t hidden_size() const override { return model_->config().text.hidden_size; }
+  std::vector<float> encode_images(const std::vector<const vision::ImagePatches*>& images) override {
+    return model_->encode_images(images);
   }
 
  private:
@@ -79,10 +86,15 @@ class QwenRunner : public ModelRunner {
 
 }  // namespace
 
+std::vector<float> ModelRunner::encode_images(const std::vector<const vision::ImagePatches*>&) {
+  fail("this model has no vision tower: image input is unavailable");
+}
+
 std::unique_ptr<ModelRunner> load_model_runner(const std::string& dir, const RunnerLoadOptions& opts) {
   LoadOptions lo;
   lo.threads = opts.threads;
   lo.dense_int8 = opts.dense_int8;
+  lo.load_vision = opts.load_vision;
   auto eos = generation_eos_ids(dir);
   return std::make_unique<QwenRunner>(Model::load(dir, lo), std::move(eos));
 }

@@ -198,7 +198,9 @@ QuantConfig parse_quant(const Reader& q) {
   return c;
 }
 
-json read_json(const std::string& path) {
+}  // namespace
+
+json read_json_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) fail(path, ": cannot open");
   try {
@@ -207,8 +209,6 @@ json read_json(const std::string& path) {
     fail(path, ": malformed JSON: ", e.what());
   }
 }
-
-}  // namespace
 
 int TextConfig::num_full_layers() const {
   int n = 0;
@@ -250,11 +250,11 @@ ModelConfig parse_config(const json& j, const std::string& source, const json* q
 ModelConfig load_config(const std::string& dir) {
   std::string path = (fs::path(dir) / "config.json").string();
   if (!fs::exists(path)) fail(dir, ": no config.json in the model folder");
-  json j = read_json(path);
+  json j = read_json_file(path);
   std::string qpath = (fs::path(dir) / "quantize_config.json").string();
   json q;
   bool have_q = fs::exists(qpath);
-  if (have_q) q = read_json(qpath);
+  if (have_q) q = read_json_file(qpath);
   ModelConfig c = parse_config(j, path, have_q ? &q : nullptr);
   c.dir = dir;
   return c;

@@ -79,6 +79,8 @@ struct ModelConfig {
 };
 
 ModelConfig load_config(const std::string& dir);
+// Reads one JSON file; a missing or malformed file is an error naming it.
+nlohmann::json read_json_file(const std::string& path);
 // Parses from JSON already read; `source` names the file in errors.
 ModelConfig parse_config(const nlohmann::json& j, const std::string& source,
                          const nlohmann::json* quantize_config_json = nullptr);

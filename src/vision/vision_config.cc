@@ -2,8 +2,8 @@
 
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 
+#include "io/config.h"
 #include "util/error.h"
 
 namespace qinfer::vision {
@@ -110,14 +110,7 @@ ProcessorConfig load_processor_config(const std::string& dir) {
   namespace fs = std::filesystem;
   const fs::path p = fs::path(dir) / "preprocessor_config.json";
   if (!fs::exists(p)) return ProcessorConfig();
-  std::ifstream f(p);
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(f);
-  } catch (const nlohmann::json::exception& e) {
-    fail(p.string(), ": not valid JSON: ", e.what());
-  }
-  return parse_processor_config(j, p.string());
+  return parse_processor_config(read_json_file(p.string()), p.string());
 }
 
 ProcessorConfig apply_processor_overrides(const ProcessorConfig& base, const nlohmann::json& kw,

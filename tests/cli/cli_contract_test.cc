@@ -409,12 +409,112 @@ TEST_F(DemoModel, ChatHideThinkingShowsAMarker) {
   EXPECT_EQ(r.out.find("(thinking...)"), std::string::npos) << r.out;
 }
 
+// /image: a bad file is reported (naming it) and the chat goes on; an image for this
+// text-only demo model fails that turn with a message naming the missing tower.
+TEST_F(DemoModel, ChatImageCommand) {
+  const std::string img = std::string(QINFER_FIXTURES_DIR) + "/multimodal/mm-s1/images/img_a_40x56.png";
+  RunResult r = chat("/image /nonexistent/cat.png\n/image " + img + "\nwhat is it?\n/reset\nhi\n/exit\n",
+                     "--max-tokens 3");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("/nonexistent/cat.png"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(image attached to the next message"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("no vision tower"), std::string::npos) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '>'), 6) << r.out;
+}
+
 TEST_F(DemoModel, PerplexityOnText) {
   std::string text = temp_path("ppl.txt");
   std::ofstream(text) << "The quick brown fox jumps over the lazy dog. It was a sunny day in the park.\n";
   RunResult r = run("perplexity --model " + dir_ + " --file " + text + " --ctx 8 --stride 4");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find(" ppl "), std::string::npos) << r.out;
+}
+
+// --- images (tests/fixtures/multimodal): the contract of issue 11 ---------------------
+std::string mm_fixture(const std::string& name) { return std::string(QINFER_FIXTURES_DIR) + "/multimodal/" + name; }
+
+// `--image DIR/f1 --image DIR/f2` for a golden prompt's image files.
+std::string image_flags(const std::string& dir, const nlohmann::json& p) {
+  std::string s;
+  for (const auto& f : p["image_files"]) s += " --image " + dir + "/" + f.get<std::string>();
+  return s;
+}
+
+TEST(CliContract, ImageLogitsAndGreedyMatchGolden) {
+  for (const std::string fx : {"mm-s1", "mm-s1-small"}) {
+    const std::string dir = mm_fixture(fx);
+    std::ifstream in(dir + "/golden.json");
+    auto j = nlohmann::json::parse(in);
+    SafetensorsFile golden(dir + "/golden.safetensors");
+    std::map<std::string, const TensorInfo*> g;
+    for (const auto& t : golden.tensors()) g[t.name] = &t;
+    int with_images = 0;
+    for (size_t pi = 0; pi < j["prompts"].size(); ++pi) {
+      const auto& p = j["prompts"][pi];
+      const std::string pre = "p" + std::to_string(pi) + ".";
+      std::vector<int> ids = p["input_ids"].get<std::vector<int>>();
+      with_images += !p["image_files"].empty();
+      // logits: [expanded length, vocab]
+      std::string out = temp_path("mm_logits.f32");
+      RunResult r = run("logits --model " + dir + " --ids " + join(ids) + image_flags(dir, p) + " --out " + out);
+      ASSERT_EQ(r.code, 0) << fx << " " << r.out;
+      const TensorInfo* want_t = g.at(pre + "logits");
+      std::vector<float> got(static_cast<size_t>(want_t->numel()));
+      std::ifstream f(out, std::ios::binary);
+      f.read(reinterpret_cast<char*>(got.data()), static_cast<std::streamsize>(got.size() * 4));
+      ASSERT_EQ(f.gcount(), static_cast<std::streamsize>(got.size() * 4)) << fx << " " << pre << ": wrong file size";
+      f.peek();
+      EXPECT_TRUE(f.eof()) << fx << " " << pre << ": file longer than [expanded length, vocab]";
+      const float* want = reinterpret_cast<const float*>(want_t->data);
+      double max_abs = 0;
+      for (size_t i = 0; i < got.size(); ++i) max_abs = std::max(max_abs, std::fabs(double(got[i]) - want[i]));
+      // Image rows move ~10x more with tiny tower differences (multimodal/FORMAT.md).
+      EXPECT_LT(max_abs, 5e-3) << fx << " " << pre;
+      // greedy ids
+      std::vector<int> greedy = p["greedy_tokens"].get<std::vector<int>>();
+      r = run("generate --model " + dir + " --ids " + join(ids) + image_flags(dir, p) + " --max-tokens " +
+              std::to_string(greedy.size()) + " --temperature 0 --print-ids");
+      ASSERT_EQ(r.code, 0) << fx << " " << r.out;
+      EXPECT_NE(r.out.find(join(greedy) + "\n"), std::string::npos) << fx << " " << pre << ": " << r.out;
+    }
+    EXPECT_GE(with_images, 2) << fx;
+  }
+  RunResult r = run("inspect " + mm_fixture("mm-s1"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("vision       3 blocks, hidden 64"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("0.3M parameters"), std::string::npos) << r.out;
+}
+
+TEST(CliContract, ImageErrorsNameTheFileOrFlag) {
+  const std::string dir = mm_fixture("mm-s1-small");
+  std::ifstream in(dir + "/golden.json");
+  auto j = nlohmann::json::parse(in);
+  const nlohmann::json* one = nullptr;
+  for (const auto& p : j["prompts"])
+    if (p["image_files"].size() == 1) one = &p;
+  ASSERT_NE(one, nullptr);
+  const std::string ids = join((*one)["input_ids"].get<std::vector<int>>());
+  // A missing file.
+  RunResult r = run("logits --model " + dir + " --ids " + ids + " --image /nonexistent/cat.png --out " +
+                    temp_path("e.f32"));
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("/nonexistent/cat.png"), std::string::npos) << r.out;
+  // Not an image.
+  std::string junk = temp_path("junk.png");
+  std::ofstream(junk) << "this is not an image";
+  r = run("generate --model " + dir + " --ids " + ids + " --image " + junk + " --max-tokens 2 --print-ids");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find(junk), std::string::npos) << r.out;
+  // One image too many for the placeholders in --ids.
+  r = run("logits --model " + dir + " --ids " + ids + image_flags(dir, *one) + image_flags(dir, *one) +
+          " --out " + temp_path("e2.f32"));
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("--ids"), std::string::npos) << r.out;
+  // A text-only checkpoint.
+  r = run("logits --model " + fixture("qwen35moe-tiny-s1/bf16") + " --ids 1,2" + image_flags(dir, *one) +
+          " --out " + temp_path("e3.f32"));
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("--image"), std::string::npos) << r.out;
 }
 
 }  // namespace

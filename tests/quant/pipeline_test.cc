@@ -195,14 +195,20 @@ std::map<std::string, TensorSummary> census(const std::string& dir) {
   return m;
 }
 
-TEST(Quantize, TinyFixtureHasTheMissionLayoutAndBeatsRtn) {
-  const fs::path d = temp_dir("tiny");
+// A run on a tiny fixture with the calibration file in tests/data/quant, written to d/out.
+QuantizeOptions tiny_options(const std::string& model, const fs::path& d, int64_t samples, int64_t seq_len) {
   QuantizeOptions o;
-  o.model_dir = fixture("qwen35moe-tiny-s1/bf16");
+  o.model_dir = fixture(model);
   o.out_dir = (d / "out").string();
   o.calibration.files = {data("tiny_calibration.jsonl")};
-  o.calibration.samples = 64;
-  o.calibration.seq_len = 256;
+  o.calibration.samples = samples;
+  o.calibration.seq_len = seq_len;
+  return o;
+}
+
+TEST(Quantize, TinyFixtureHasTheMissionLayoutAndBeatsRtn) {
+  const fs::path d = temp_dir("tiny");
+  QuantizeOptions o = tiny_options("qwen35moe-tiny-s1/bf16", d, 64, 256);
   o.compare_rtn = true;
   o.activation_budget = 64 << 10;   // most samples spill to the temporary file
   o.hessian_budget = 5 * 64 * 64 * 4;   // five experts' Hessians at a time: several passes per subset
@@ -246,12 +252,7 @@ TEST(Quantize, TinyFixtureHasTheMissionLayoutAndBeatsRtn) {
 
 TEST(Quantize, BadInputsAreClearErrors) {
   const fs::path d = temp_dir("bad");
-  QuantizeOptions o;
-  o.model_dir = fixture("qwen35moe-tiny-s1/gptq");
-  o.out_dir = (d / "out").string();
-  o.calibration.files = {data("tiny_calibration.jsonl")};
-  o.calibration.samples = 4;
-  o.calibration.seq_len = 64;
+  QuantizeOptions o = tiny_options("qwen35moe-tiny-s1/gptq", d, 4, 64);
   EXPECT_NE(error_of([&] { quantize_checkpoint(o); }).find("quantize needs the BF16 original"), std::string::npos);
   o.model_dir = fixture("qwen35moe-tiny-s2/bf16");
   o.spec.group_size = 48;
