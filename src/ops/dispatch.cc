@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <chrono>
 #include <memory>
@@ -271,9 +272,22 @@ void bf16_split_product(const KernelTable& t, int parts, const DenseMatrix& W, c
   });
 }
 
+// The bf16_matvec_rows mode of a widening kernel; -1 for the others.
+int widen_mode(Bf16Kernel k) {
+  switch (k) {
+    case Bf16Kernel::kWiden: return detail::kBf16MatvecSeqNta;
+    case Bf16Kernel::kWidenT0: return detail::kBf16MatvecSeqT0;
+    case Bf16Kernel::kWidenNoPf: return detail::kBf16MatvecSeqNone;
+    case Bf16Kernel::kWidenTiled: return detail::kBf16MatvecTiled;
+    default: return -1;
+  }
+}
+
 bool bf16_available(const KernelTable& t, Bf16Kernel k) {
   switch (k) {
     case Bf16Kernel::kWiden: return true;
+    case Bf16Kernel::kWidenT0: case Bf16Kernel::kWidenNoPf: case Bf16Kernel::kWidenTiled:
+      return t.bf16_matvec_rows != nullptr;
     case Bf16Kernel::kWiden256: return &t == &detail::avx512_kernels() && cpu_features().has_avx2_path();
     case Bf16Kernel::kSplit: case Bf16Kernel::kSplit3: return t.bf16_dot_rows != nullptr;
     case Bf16Kernel::kProbe: return false;
@@ -285,8 +299,19 @@ void bf16_exact_product(const KernelTable& t, Bf16Kernel k, const DenseMatrix& W
                         float* Y, double work) {
   if (k == Bf16Kernel::kSplit || k == Bf16Kernel::kSplit3)
     return bf16_split_product(t, k == Bf16Kernel::kSplit ? 2 : 3, W, X, n, Y, work);
+  const int mode = widen_mode(k);
+  if (n == 1 && mode > 0)
+    return for_rows(W.rows, work, [&](int64_t r0, int64_t r1) { t.bf16_matvec_rows(mode, W, X, Y, r0, r1); });
   const KernelTable& rt = k == Bf16Kernel::kWiden256 ? detail::avx2_kernels() : t;
   for_rows(W.rows, work, [&](int64_t r0, int64_t r1) { rt.dense_rows(W, X, n, Y, r0, r1); });
+}
+
+// Rows [r0, r1) of a dense product in matmul_batch's shared pass: mode from
+// shared_pass_mode (0 = the table's dense_rows).
+void dense_rows_mode(const KernelTable& t, int mode, const DenseMatrix& W, const float* X, int64_t n, float* Y,
+                     int64_t r0, int64_t r1) {
+  if (mode > 0 && n == 1) t.bf16_matvec_rows(mode, W, X, Y, r0, r1);
+  else t.dense_rows(W, X, n, Y, r0, r1);
 }
 
 double dense_work(const DenseMatrix& W, int64_t n) {
@@ -302,33 +327,46 @@ Bf16Choice& bf16_choice(const KernelTable& t) {
   return c[&t == &detail::scalar_kernels() ? 0 : &t == &detail::avx2_kernels() ? 1 : 2];
 }
 
-// Times each exact candidate on a decode shape (a 16 MiB matrix, past the L2
-// caches, n = 1) and a panel shape (256 x 1024, n = 32), best of 3 alternating
-// rounds, and keeps the fastest. Tens of milliseconds on the SIMD paths.
+// Times each exact candidate on a decode shape (16384 x 2048: a 64 MiB matrix
+// past the caches, so it measures memory streaming, with the short 4 KiB rows
+// of the model's lm_head and projections, n = 1) and a panel shape (256 x 1024,
+// n = 32), best of 4 alternating rounds after one warm-up, and keeps the
+// fastest. About 0.1 s on the SIMD paths (the scalar path probes a smaller
+// matrix: its kernels are forced only, never a default on a SIMD host). The decode-only widening variants compete
+// for decode only (for n > 1 they are widen).
 Bf16Kernel bf16_probe(const KernelTable& t, bool panel) {
   std::vector<Bf16Kernel> cand;
-  for (Bf16Kernel k : {Bf16Kernel::kWiden, Bf16Kernel::kWiden256, Bf16Kernel::kSplit3})
-    if (bf16_available(t, k)) cand.push_back(k);
+  for (Bf16Kernel k : {Bf16Kernel::kWiden, Bf16Kernel::kWidenT0, Bf16Kernel::kWidenNoPf, Bf16Kernel::kWidenTiled,
+                       Bf16Kernel::kWiden256, Bf16Kernel::kSplit3})
+    if (bf16_available(t, k) && (!panel || widen_mode(k) <= 0)) cand.push_back(k);
   if (cand.size() == 1) return cand[0];
   const bool scalar = &t == &detail::scalar_kernels();
-  const int64_t rows = panel ? 256 : scalar ? 1024 : 4096, cols = panel ? 1024 : 2048, n = panel ? 32 : 1;
+  const int64_t rows = panel ? (scalar ? 64 : 256) : scalar ? 1024 : 16384, cols = panel ? 1024 : 2048,
+                n = panel ? 32 : 1;
   std::vector<uint16_t> w(rows * cols);
-  for (size_t i = 0; i < w.size(); ++i) w[i] = detail::f32_to_bf16(static_cast<float>((i * 2654435761u) % 2001) * 1e-5f - 0.01f);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<uint16_t>(0x3c00 + ((i * 40503u) >> 7 & 0x1ff));  // small positive values
   std::vector<float> x(n * cols), y(n * rows);
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) - 3.0f;
   const DenseMatrix W = dense_view(WType::BF16, w.data(), rows, cols);
   std::vector<double> best(cand.size(), 1e30);
-  for (int round = 0; round < 3; ++round)
+  for (int round = 0; round < 5; ++round)
     for (size_t c = 0; c < cand.size(); ++c) {
       const auto t0 = std::chrono::steady_clock::now();
       bf16_exact_product(t, cand[c], W, x.data(), n, y.data(), dense_work(W, n));
-      best[c] = std::min(best[c], std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      if (round > 0)  // round 0 warms up (page faults, thread wake-up)
+        best[c] = std::min(best[c], std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
   const size_t pick = std::min_element(best.begin(), best.end()) - best.begin();
   std::string line = cat("kernels ", t.name, ": BF16 dense ", panel ? "panels" : "decode", " -> ",
-                         bf16_kernel_name(cand[pick]), " (probe");
-  for (size_t c = 0; c < cand.size(); ++c) line += cat(" ", bf16_kernel_name(cand[c]), " ", std::round(best[c] * 1e5) / 100, " ms");
-  log_info(line, "; QINFER_KERNEL_OPTS=bf16_widen|bf16_widen256|bf16_split3|bf16_split forces one)");
+                         bf16_kernel_name(cand[pick]), " (probe, best of 4:");
+  const double gb = static_cast<double>(W.bytes()) / 1e9;
+  for (size_t c = 0; c < cand.size(); ++c) {
+    char buf[64];
+    if (panel) std::snprintf(buf, sizeof buf, " %s %.3f ms", bf16_kernel_name(cand[c]), best[c] * 1e3);
+    else std::snprintf(buf, sizeof buf, " %s %.3f ms (%.1f GB/s)", bf16_kernel_name(cand[c]), best[c] * 1e3, gb / best[c]);
+    line += buf;
+  }
+  log_info(line, "; QINFER_KERNEL_OPTS=bf16_<name> forces one)");
   return cand[pick];
 }
 
@@ -337,7 +375,8 @@ Bf16Kernel bf16_kernel_on(const KernelTable& t, int64_t n) {
   if (forced != Bf16Kernel::kProbe) {
     if (!bf16_available(t, forced))
       fail("kernel option bf16_", bf16_kernel_name(forced), " is not available on kernel path ", t.name,
-           " (split needs BF16 dot products: scalar or avx512; widen256 the avx512 path)");
+           " (split needs BF16 dot products: scalar or avx512; widen256 the avx512 path; widen_t0, widen_nopf, "
+           "widen_tiled avx2 or avx512)");
     return forced;
   }
   const bool panel = n >= detail::kQ4PanelMin;
@@ -355,12 +394,13 @@ Bf16Kernel bf16_kernel_on(const KernelTable& t, int64_t n) {
   return k;
 }
 
-// Whether a dense product runs the table's own widening kernel (so it can share
-// matmul_batch's pass) rather than a BF16 alternative.
-bool plain_dense(const KernelTable& t, const DenseMatrix& W, int64_t n) {
-  if (W.type != WType::BF16) return true;
-  if (t.bf16_dot_rows && bf16_dot_flag().load(std::memory_order_relaxed)) return false;
-  return bf16_kernel_on(t, n) == Bf16Kernel::kWiden;
+// How a dense product runs in matmul_batch's shared pass: the table's own
+// widening kernel in bf16_matvec_rows mode >= 0 (dense_rows_mode), or -1 when a
+// BF16 alternative (split, widen256, bf16_dot) must run alone.
+int shared_pass_mode(const KernelTable& t, const DenseMatrix& W, int64_t n) {
+  if (W.type != WType::BF16) return 0;
+  if (t.bf16_dot_rows && bf16_dot_flag().load(std::memory_order_relaxed)) return -1;
+  return widen_mode(bf16_kernel_on(t, n));
 }
 
 }  // namespace
@@ -376,10 +416,15 @@ KernelOptions parse_kernel_options(const char* spec) {
     if (tok == "bf16_dot") o.bf16_dot = true;
     else if (tok == "bf16_widen") o.bf16 = Bf16Kernel::kWiden;
     else if (tok == "bf16_widen256") o.bf16 = Bf16Kernel::kWiden256;
+    else if (tok == "bf16_widen_t0") o.bf16 = Bf16Kernel::kWidenT0;
+    else if (tok == "bf16_widen_nopf") o.bf16 = Bf16Kernel::kWidenNoPf;
+    else if (tok == "bf16_widen_tiled") o.bf16 = Bf16Kernel::kWidenTiled;
     else if (tok == "bf16_split") o.bf16 = Bf16Kernel::kSplit;
     else if (tok == "bf16_split3") o.bf16 = Bf16Kernel::kSplit3;
     else if (!tok.empty())
-      fail("QINFER_KERNEL_OPTS: unknown option '", tok, "' (known: bf16_dot, bf16_widen, bf16_widen256, bf16_split3, bf16_split)");
+      fail("QINFER_KERNEL_OPTS: unknown option '", tok,
+           "' (known: bf16_dot, bf16_widen, bf16_widen_t0, bf16_widen_nopf, bf16_widen_tiled, bf16_widen256, "
+           "bf16_split3, bf16_split)");
     pos = end + 1;
   }
   return o;
@@ -392,11 +437,22 @@ const char* bf16_kernel_name(Bf16Kernel k) {
     case Bf16Kernel::kWiden256: return "widen256";
     case Bf16Kernel::kSplit: return "split";
     case Bf16Kernel::kSplit3: return "split3";
+    case Bf16Kernel::kWidenT0: return "widen_t0";
+    case Bf16Kernel::kWidenNoPf: return "widen_nopf";
+    case Bf16Kernel::kWidenTiled: return "widen_tiled";
   }
   return "?";
 }
 
 Bf16Kernel bf16_kernel_for(int64_t n) { return bf16_kernel_on(table(), n); }
+
+std::vector<Bf16Kernel> bf16_kernels_available() {
+  std::vector<Bf16Kernel> out;
+  for (Bf16Kernel k : {Bf16Kernel::kWiden, Bf16Kernel::kWidenT0, Bf16Kernel::kWidenNoPf, Bf16Kernel::kWidenTiled,
+                       Bf16Kernel::kWiden256, Bf16Kernel::kSplit3, Bf16Kernel::kSplit})
+    if (bf16_available(table(), k)) out.push_back(k);
+  return out;
+}
 
 void matmul(const DenseMatrix& W, const float* X, int64_t n, float* Y) {
   check_dense(W, "matmul");
@@ -424,6 +480,7 @@ void matmul_batch(const BatchProduct* items, size_t count) {
   constexpr int64_t TR = GptqMatrix::kTileRows;
   std::vector<detail::Q4Input> xq(count);
   std::vector<char> active(count, 0);            // runs in the shared pass
+  std::vector<int> dense_mode(count, 0);         // dense items: dense_rows_mode's mode
   std::vector<int64_t> row_start(count + 1, 0);  // active items' rows laid end to end, tile-aligned
   std::vector<int64_t> mem_start(count + 1, 0);  // quantized activations, one allocation
   double work = 0, quant = 0;
@@ -443,7 +500,8 @@ void matmul_batch(const BatchProduct* items, size_t count) {
         active[i] = 1;
       } else {
         check_dense(*it.dense, "matmul_batch");
-        if (!plain_dense(t, *it.dense, it.n)) {
+        dense_mode[i] = shared_pass_mode(t, *it.dense, it.n);
+        if (dense_mode[i] < 0) {
           matmul(*it.dense, it.X, it.n, it.Y);  // BF16 dot-product kernels run alone
         } else {
           rows = (it.dense->rows + kRowBlock - 1) / kRowBlock * kRowBlock;
@@ -509,7 +567,7 @@ void matmul_batch(const BatchProduct* items, size_t count) {
       if (lo >= hi) continue;
       if (it.gptq && xp[i]) t.gptq_rows_f32(*it.gptq, xp[i], it.n, it.Y, lo, hi);
       else if (it.gptq) t.gptq_rows(*it.gptq, xq[i], it.Y, lo, hi);
-      else t.dense_rows(*it.dense, it.X, it.n, it.Y, lo, hi);
+      else dense_rows_mode(t, dense_mode[i], *it.dense, it.X, it.n, it.Y, lo, hi);
     }
   });
 }

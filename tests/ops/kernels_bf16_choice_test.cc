@@ -1,8 +1,9 @@
-// The exact BF16 dense kernels (widen, widen256, split3, split) and their choice: splits
+// The exact BF16 dense kernels (widen and its decode variants, widen256, split3, split) and their choice: splits
 // against a double reference and against its scalar twin on awkward sizes,
 // options forcing a kernel (and refusing one the path lacks), the start-up probe.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "kernels_test_util.h"
@@ -59,40 +60,66 @@ std::vector<float> run(const Case& c, int64_t rows, int64_t cols, int64_t n) {
 const std::pair<int64_t, int64_t> kShapes[] = {{1, 1}, {3, 31}, {13, 70}, {9, 33}, {40, 257}, {17, 1030}, {70, 95}};
 const int64_t kNs[] = {1, 2, 5, 16, 33};
 
-std::vector<std::string> split_paths() {
-  std::vector<std::string> p{"scalar"};
-  if (cpu_features().has_avx512_path()) p.push_back("avx512");
-  return p;
+// One kernel forced on one path, on every awkward shape and activation count,
+// against the double reference and against `other` (a second path + kernel).
+void check_against(const std::string& path, Bf16Kernel k, const std::string& other_path, Bf16Kernel other,
+                   double tol, const std::vector<int64_t>& ns) {
+  std::mt19937 rng(11);
+  for (auto [rows, cols] : kShapes)
+    for (int64_t n : ns) {
+      Case c = make_case(rng, rows, cols, n);
+      std::vector<float> got, want;
+      {
+        PathGuard g(path);
+        OptionsGuard o(forced(k));
+        ASSERT_EQ(bf16_kernel_for(n), k);
+        got = run(c, rows, cols, n);
+      }
+      {
+        PathGuard g(other_path);
+        OptionsGuard o(forced(other));
+        want = run(c, rows, cols, n);
+      }
+      const std::string what = qinfer::cat(path, " ", bf16_kernel_name(k), " ", rows, "x", cols, " n=", n);
+      testing::expect_close(got, c.ref, c.mag, tol, what);
+      std::vector<double> want_d(want.begin(), want.end());
+      testing::expect_close(got, want_d, c.mag, tol,
+                            qinfer::cat(what, " vs ", other_path, " ", bf16_kernel_name(other)));
+    }
 }
 
-TEST(Bf16Kernels, SplitsMatchDoubleReferenceAndScalarTwin) {
-  for (const std::string& path : split_paths())
-    for (Bf16Kernel k : {Bf16Kernel::kSplit3, Bf16Kernel::kSplit}) {
-      std::mt19937 rng(11);
-      for (auto [rows, cols] : kShapes)
-        for (int64_t n : kNs) {
-          Case c = make_case(rng, rows, cols, n);
-          std::vector<float> simd, twin;
-          {
-            PathGuard g(path);
-            OptionsGuard o(forced(k));
-            ASSERT_EQ(bf16_kernel_for(n), k);
-            simd = run(c, rows, cols, n);
-          }
-          {
-            PathGuard g("scalar");
-            OptionsGuard o(forced(k));
-            twin = run(c, rows, cols, n);
-          }
-          const std::string what = qinfer::cat(path, " ", bf16_kernel_name(k), " ", rows, "x", cols, " n=", n);
-          // split3: as tight as the widening kernels' test (kernels_dense_test.cc);
-          // split: hi + lo keep 16 mantissa bits, 2^-18 relative per activation.
-          const double tol = k == Bf16Kernel::kSplit3 ? 2e-6 : 2e-5;
-          testing::expect_close(simd, c.ref, c.mag, tol, what);
-          std::vector<double> twin_d(twin.begin(), twin.end());
-          testing::expect_close(simd, twin_d, c.mag, tol, what + " vs scalar twin");
-        }
-    }
+const std::vector<int64_t> kAllNs(std::begin(kNs), std::end(kNs));
+// split3: as tight as the widening kernels' test (kernels_dense_test.cc);
+// split: hi + lo keep 16 mantissa bits, 2^-18 relative per activation.
+double split_tol(Bf16Kernel k) { return k == Bf16Kernel::kSplit3 ? 2e-6 : 2e-5; }
+
+// The scalar twins of split3 / split against the scalar widening kernel (fp32
+// weights x fp32 activations in double: the reference every path is held to).
+TEST(Bf16Kernels, ScalarSplitTwinsMatchTheWideningReference) {
+  for (Bf16Kernel k : {Bf16Kernel::kSplit3, Bf16Kernel::kSplit})
+    check_against("scalar", k, "scalar", Bf16Kernel::kWiden, split_tol(k), kAllNs);
+}
+
+// The vdpbf16ps splits against their scalar twins (needs AVX-512 BF16).
+TEST(Bf16Kernels, Avx512SplitsMatchTheirScalarTwins) {
+  if (!cpu_features().has_avx512_path())
+    GTEST_SKIP() << "split3/split run vdpbf16ps on the avx512 path, which this CPU lacks (" << cpu_features().describe()
+                 << "); their scalar twins are tested in ScalarSplitTwinsMatchTheWideningReference";
+  for (Bf16Kernel k : {Bf16Kernel::kSplit3, Bf16Kernel::kSplit})
+    check_against("avx512", k, "scalar", k, split_tol(k), kAllNs);
+}
+
+// The decode-only widening variants (prefetch hints, row tiles) on each SIMD
+// path against the scalar widening kernel; n > 1 runs plain widen.
+TEST(Bf16Kernels, WideningVariantsMatchTheScalarWidening) {
+  int paths = 0;
+  for (const std::string& path : testing::available_paths()) {
+    if (path == "scalar") continue;
+    ++paths;
+    for (Bf16Kernel k : {Bf16Kernel::kWiden, Bf16Kernel::kWidenT0, Bf16Kernel::kWidenNoPf, Bf16Kernel::kWidenTiled})
+      check_against(path, k, "scalar", Bf16Kernel::kWiden, 2e-6, {1, 2, 17});
+  }
+  if (paths == 0) GTEST_SKIP() << "no SIMD kernel path on this CPU (" << cpu_features().describe() << ")";
 }
 
 // Relative L2 error of one kernel on the scalar path against the double reference.
@@ -127,11 +154,15 @@ TEST(Bf16Kernels, ErrorsOrderedAsDocumented) {
 TEST(Bf16Kernels, EveryForcedKernelAgreesWithTheReference) {
   for (const std::string& path : testing::available_paths()) {
     PathGuard g(path);
-    for (Bf16Kernel k : {Bf16Kernel::kWiden, Bf16Kernel::kWiden256, Bf16Kernel::kSplit3, Bf16Kernel::kSplit}) {
+    const std::vector<Bf16Kernel> avail = bf16_kernels_available();
+    for (Bf16Kernel k : {Bf16Kernel::kWiden, Bf16Kernel::kWidenT0, Bf16Kernel::kWidenNoPf, Bf16Kernel::kWidenTiled,
+                         Bf16Kernel::kWiden256, Bf16Kernel::kSplit3, Bf16Kernel::kSplit}) {
       OptionsGuard o(forced(k));
       const bool split = k == Bf16Kernel::kSplit || k == Bf16Kernel::kSplit3;
-      const bool has = k == Bf16Kernel::kWiden || (split && path != "avx2") ||
+      const bool variant = k == Bf16Kernel::kWidenT0 || k == Bf16Kernel::kWidenNoPf || k == Bf16Kernel::kWidenTiled;
+      const bool has = k == Bf16Kernel::kWiden || (split && path != "avx2") || (variant && path != "scalar") ||
                        (k == Bf16Kernel::kWiden256 && path == "avx512");
+      EXPECT_EQ(has, std::find(avail.begin(), avail.end(), k) != avail.end()) << path << " " << bf16_kernel_name(k);
       if (!has) {
         try {
           bf16_kernel_for(1);
@@ -168,6 +199,9 @@ TEST(Bf16Kernels, OptionsParse) {
   EXPECT_EQ(parse_kernel_options("bf16_split").bf16, Bf16Kernel::kSplit);
   EXPECT_EQ(parse_kernel_options("bf16_split3").bf16, Bf16Kernel::kSplit3);
   EXPECT_EQ(parse_kernel_options("bf16_widen").bf16, Bf16Kernel::kWiden);
+  EXPECT_EQ(parse_kernel_options("bf16_widen_t0").bf16, Bf16Kernel::kWidenT0);
+  EXPECT_EQ(parse_kernel_options("bf16_widen_nopf").bf16, Bf16Kernel::kWidenNoPf);
+  EXPECT_EQ(parse_kernel_options("bf16_widen_tiled").bf16, Bf16Kernel::kWidenTiled);
   KernelOptions o = parse_kernel_options("bf16_dot,bf16_widen256");
   EXPECT_TRUE(o.bf16_dot);
   EXPECT_EQ(o.bf16, Bf16Kernel::kWiden256);
@@ -188,12 +222,21 @@ TEST(Bf16Kernels, ProbeChoosesAnAvailableKernelQuickly) {
     std::cout << path << ": decode " << bf16_kernel_name(d) << ", panels " << bf16_kernel_name(p) << " (" << s
               << " s)\n";
     EXPECT_LT(s, 1.0) << path;
+    const std::vector<Bf16Kernel> avail = bf16_kernels_available();
     for (Bf16Kernel k : {d, p}) {
       EXPECT_NE(k, Bf16Kernel::kProbe);
       EXPECT_NE(k, Bf16Kernel::kSplit);  // less exact than fp32: forced only
-      if (path == "avx2") EXPECT_EQ(k, Bf16Kernel::kWiden);
-      if (path != "avx512") EXPECT_NE(k, Bf16Kernel::kWiden256);
+      EXPECT_NE(std::find(avail.begin(), avail.end(), k), avail.end()) << path << " " << bf16_kernel_name(k);
+      if (path == "avx2") {
+        EXPECT_NE(k, Bf16Kernel::kSplit3);
+      }
+      if (path != "avx512") {
+        EXPECT_NE(k, Bf16Kernel::kWiden256);
+      }
     }
+    // The decode-only variants never serve panels.
+    EXPECT_TRUE(p == Bf16Kernel::kWiden || p == Bf16Kernel::kWiden256 || p == Bf16Kernel::kSplit3)
+        << bf16_kernel_name(p);
     EXPECT_EQ(bf16_kernel_for(2), d);  // decided once, then kept
   }
 }
