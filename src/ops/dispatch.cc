@@ -11,6 +11,8 @@
 #include <mutex>
 #include <string>
 
+#include <sys/mman.h>
+
 #include "ops/cpu_features.h"
 #include "ops/kernel_table.h"
 #include "util/error.h"
@@ -343,11 +345,25 @@ Bf16Kernel bf16_probe(const KernelTable& t, bool panel) {
   const bool scalar = &t == &detail::scalar_kernels();
   const int64_t rows = panel ? (scalar ? 64 : 256) : scalar ? 1024 : 16384, cols = panel ? 1024 : 2048,
                 n = panel ? 32 : 1;
-  std::vector<uint16_t> w(rows * cols);
-  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<uint16_t>(0x3c00 + ((i * 40503u) >> 7 & 0x1ff));  // small positive values
+  // In transparent huge pages, first touched by the pool threads that read
+  // each part, like the model's resident dense weights (model/resident.cc): on
+  // 4 KiB pages the prefetch variants rank differently (measured on the AVX2
+  // EPYC host: the probe picked widen on 4 KiB pages, widen_tiled on huge pages,
+  // which the 1 GB lm_head in bench_ops also prefers there).
+  constexpr size_t kHuge = size_t{2} << 20;
+  const size_t wbytes = (static_cast<size_t>(rows * cols) * sizeof(uint16_t) + kHuge - 1) / kHuge * kHuge;
+  std::unique_ptr<uint16_t, decltype(&std::free)> wbuf(static_cast<uint16_t*>(std::aligned_alloc(kHuge, wbytes)),
+                                                       &std::free);
+  if (!wbuf) fail("BF16 kernel probe: out of memory for ", wbytes, " bytes");
+  madvise(wbuf.get(), wbytes, MADV_HUGEPAGE);  // advice only; ignored where THP is off
+  uint16_t* w = wbuf.get();
+  for_rows(rows, static_cast<double>(cols), [&](int64_t r0, int64_t r1) {
+    for (int64_t i = r0 * cols; i < r1 * cols; ++i)
+      w[i] = static_cast<uint16_t>(0x3c00 + ((static_cast<uint64_t>(i) * 40503u) >> 7 & 0x1ff));  // small positive values
+  });
   std::vector<float> x(n * cols), y(n * rows);
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) - 3.0f;
-  const DenseMatrix W = dense_view(WType::BF16, w.data(), rows, cols);
+  const DenseMatrix W = dense_view(WType::BF16, w, rows, cols);
   std::vector<double> best(cand.size(), 1e30);
   for (int round = 0; round < 5; ++round)
     for (size_t c = 0; c < cand.size(); ++c) {
