@@ -32,7 +32,7 @@ usage() {
   cat <<EOF
 usage: bash bench/compare_llamacpp.sh [--build-only] [--synth DIR | --layers N] [options]
   --synth DIR      a qinfer synth checkpoint (GPTQ int4 sym g32 experts, BF16 dense)
-  --layers N       make one with 'qinfer synth --layers N' in the work dir (deleted afterwards
+  --layers N       make one with 'qinfer synth --layers N' (N >= 4) in the work dir (deleted afterwards
                    unless --keep)
   --workdir DIR    where the synth and the GGUF go (default $workdir)
   --threads "1 2"  thread counts to measure (default "$threads_list")
@@ -75,6 +75,8 @@ done
 for n in "$pairs" "$decode_n" "$ctx_deep" $threads_list ${layers:+"$layers"}; do
   [[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -gt 0 ] || die "'$n' is not a positive whole number"
 done
+[ -z "$layers" ] || [ "$layers" -ge 4 ] \
+  || die "--layers $layers: llama.cpp needs a full-attention layer, the synth's first is layer 4 (--layers 4 or more)"
 
 # ---------------------------------------------------------------- llama.cpp, built once
 LLAMA_SRC="$CACHE/src"
@@ -125,6 +127,13 @@ if [ -z "$synth" ]; then
   fi
 fi
 [ -f "$synth/config.json" ] || die "$synth is not a checkpoint (no config.json)"
+# llama.cpp aborts (GGML_ASSERT(buffer) in ggml-backend.cpp) on a model with no KV layer: the
+# synth's first full-attention layer is layer 3 (full_attention_interval 4), so --layers >= 4.
+"$PY" - "$synth/config.json" <<'PYEOF' || die "$synth has no full-attention layer: llama.cpp cannot run it (use --layers 4 or more)"
+import json, sys
+c = json.load(open(sys.argv[1])); t = c.get("text_config", c)
+sys.exit(0 if "full_attention" in t.get("layer_types", []) else 1)
+PYEOF
 cleanup() {
   [ "$keep" = 1 ] && return
   rm -f "$workdir"/*.gguf
