@@ -9,9 +9,10 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 PKGS=(build-essential cmake ninja-build pkg-config
       nlohmann-json3-dev libcpp-httplib-dev libpcre2-dev libicu-dev
-      libgtest-dev libgmock-dev libbenchmark-dev
+      libgtest-dev libgmock-dev libbenchmark-dev libedit-dev
       libpng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev
-      curl python3 python3-jinja2 python3-numpy python3-requests)
+      curl python3 python3-jinja2 python3-numpy python3-requests
+      libssl-dev openssl nginx chromium)  # TLS (cpp-httplib SSLServer), e2e: nginx replicas, headless Chromium
 # node and npm: the nodesource 'nodejs' package ships npm itself and conflicts with
 # Debian's 'npm'; install Debian's pair only where no node is present at all.
 command -v node >/dev/null 2>&1 || PKGS+=(nodejs)

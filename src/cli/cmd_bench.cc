@@ -10,8 +10,11 @@
 #include <random>
 #include <vector>
 
+#include "cli/bench_prefix.h"
+#include "cli/bench_speculative.h"
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
+#include "engine/prefix_flags.h"
 #include "model/model.h"
 #include "model/profile.h"
 #include "ops/bandwidth.h"
@@ -92,8 +95,12 @@ void print_profile(const char* what) {
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
-  Args a(argc, argv, {{"model", true}, {"threads", true}, {"dense", true}, {"prefill", true}, {"rounds", true},
-                      {"contexts", true}, {"decode-tokens", true}, {"mmap-dense", false}, {"help", false}});
+  std::vector<OptionSpec> specs = {{"model", true}, {"threads", true}, {"dense", true}, {"prefill", true},
+                                   {"rounds", true}, {"contexts", true}, {"decode-tokens", true},
+                                   {"mmap-dense", false}, {"help", false}, {"prefix-cache", true},
+                                   {"speculative", true}, {"draft-vocab", true}, {"draft-int8", false}};
+  for (auto& o : engine::prefix_cache_option_specs()) specs.push_back(o);
+  Args a(argc, argv, specs);
   if (a.has("help")) {
     std::fprintf(stderr,
                  "usage: qinfer bench --model DIR [--threads N] [--dense bf16|int8] [--prefill 512,2048]\n"
@@ -102,13 +109,21 @@ int cmd_bench(int argc, char** argv) {
                  "--mmap-dense reads dense weights from the checkpoint mapping instead of a huge-page copy.\n"
                  "QINFER_PROFILE=1 adds a per-part time breakdown of each phase.\n"
                  "QINFER_KERNEL_OPTS=bf16_dot (opt-in, less exact) or bf16_<kernel> (widen, widen_t0, widen_nopf,\n"
-                 "widen_tiled, widen256, split3, split):\n"
-                 "see qinfer --help.\n");
+                 "widen_tiled, widen256, split3, split): see qinfer --help.\n"
+                 "--prefix-cache N [--prefix-cache-gb GB]: instead, time to first token of a request sharing an\n"
+                 "N-token prefix with the one before (prefix cache) against cold ones, and the cache's memory.\n"
+                 "--speculative K [--draft-vocab N] [--draft-int8] instead measures MTP speculative decoding (k = 1..K):\n"
+                 "verify and draft costs against a decode step and oracle-acceptance tokens/s (needs mtp.*).\n");
     return 0;
   }
+  if (a.has("prefix-cache")) return bench_prefix_cache(a);
   LoadOptions lo = load_options_from_args(a);
   if (lo.threads > 0) ThreadPool::set_global_threads(lo.threads);  // before the bandwidth probe
   lo.resident_dense = !a.has("mmap-dense");
+  const int speculative = static_cast<int>(a.get_int("speculative", 0));
+  if (a.has("speculative") && (speculative < 1 || speculative > 4)) fail("--speculative must be 1..4, got ", speculative);
+  const int64_t draft_vocab = a.get_int("draft-vocab", 0);
+  lo.load_mtp = speculative > 0;
   std::vector<int> prefills = parse_int_list(a.get_or("prefill", "512,2048"), "--prefill");
   std::vector<int> contexts = parse_int_list(a.get_or("contexts", "0,4096,32768"), "--contexts");
   const int decode_tokens = static_cast<int>(a.get_int("decode-tokens", 8));
@@ -158,6 +173,11 @@ int cmd_bench(int argc, char** argv) {
               db.total(0) / 1e9, db.dense / 1e9, db.experts / 1e9, db.lm_head / 1e9, db.state / 1e9,
               db.kv_per_token / 1e3);
 
+  if (speculative > 0) {
+    bench_speculative(*model, speculative, static_cast<int>(a.get_int("rounds", 5)), draft_vocab,
+                      a.has("draft-int8"));
+    return 0;
+  }
   for (int n : prefills)
     if (n <= 0 || n > model->max_context()) fail("--prefill ", n, " is outside 1..", model->max_context());
   auto prefill_seconds = [&](int n) {  // n random tokens into a new sequence

@@ -1,7 +1,8 @@
 // qinfer chat --model DIR: an interactive conversation in the terminal.
-// Streams the reply; thinking is shown dimmed (or hidden with --hide-thinking);
-// /reset starts over, /exit (or Ctrl-D) quits; Ctrl-C stops the reply, not the program.
-// /image PATH attaches an image to the next message (an image part before its text).
+// Streams the reply; thinking is shown dimmed (or hidden with --hide-thinking).
+// Input and line editing: chat_input.h; the /commands (among them /image PATH, which
+// attaches an image to the next message): chat_commands.h.
+// Ctrl-C stops the reply, not the program.
 #include <unistd.h>
 
 #include <atomic>
@@ -11,9 +12,10 @@
 #include <string>
 
 #include "chat/reasoning_parser.h"
+#include "cli/chat_commands.h"
+#include "cli/chat_input.h"
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
-#include "cli/image_flags.h"
 #include "jinja/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -23,8 +25,8 @@ namespace qinfer::cli {
 
 namespace {
 
-std::atomic<bool> g_interrupted{false};
-void on_sigint(int) { g_interrupted = true; }
+volatile std::sig_atomic_t g_interrupted = 0;
+void on_sigint(int) { g_interrupted = 1; }
 
 }  // namespace
 
@@ -34,10 +36,11 @@ int cmd_chat(int argc, char** argv) {
     specs.push_back(s);
   Args a(argc, argv, specs);
   if (a.has("help")) {
-    std::fprintf(stderr, "usage: qinfer chat --model DIR [--system TEXT] [--no-think] [--hide-thinking]\n%s"
-                         "In the chat: /reset clears the conversation, /image PATH attaches an image to the next message,\n"
-                         "/exit or Ctrl-D quits,\n"
-                         "Ctrl-C stops the reply being written.\n", generation_flags_help());
+    std::fprintf(stderr, "usage: qinfer chat --model DIR [--system TEXT] [--no-think] [--hide-thinking]\n%s",
+                 generation_flags_help());
+    ChatState none;
+    std::string help = "/help";
+    run_chat_command(none, help);
     return 0;
   }
   // Qwen's recommended sampling for thinking mode unless overridden.
@@ -60,65 +63,36 @@ int cmd_chat(int argc, char** argv) {
   const char* dim = tty ? "\x1b[2m" : "";
   const char* reset = tty ? "\x1b[0m" : "";
 
-  nlohmann::json messages = nlohmann::json::array();
-  if (a.has("system")) messages.push_back({{"role", "system"}, {"content", a.get("system")}});
-  std::fprintf(stderr, "qinfer chat: /reset clears the conversation, /exit quits, Ctrl-C stops a reply.\n");
-  // Every image of the conversation, in prompt order (the whole history is re-rendered
-  // each turn), and how many of them wait for the next message.
-  std::vector<vision::ImagePatches> images;
-  size_t pending_images = 0;
-  for (;;) {
-    std::fprintf(stdout, "\n> ");
-    std::fflush(stdout);
-    std::string line;
-    g_interrupted = false;
-    if (!std::getline(std::cin, line)) {
-      if (g_interrupted) {  // Ctrl-C at the prompt: clear the line, keep going
-        std::cin.clear();
-        continue;
-      }
+  ChatState st;
+  st.model_dir = dir;
+  if (a.has("system")) st.system = a.get("system");
+  ChatInput input(isatty(0) != 0);
+  std::fprintf(stderr, "qinfer chat: /help lists the commands, /exit quits, Ctrl-C stops a reply.\n");
+  while (!st.quit) {
+    std::fprintf(stdout, "\n");
+    g_interrupted = 0;
+    std::optional<std::string> got = input.read_message();
+    if (!got && g_interrupted) got = "";  // Ctrl-C at the prompt: clear the line, keep going
+    if (!got) {
       std::fprintf(stdout, "\n");
       break;
     }
-    if (line == "/exit" || line == "/quit") break;
-    if (line == "/reset") {
-      nlohmann::json keep = nlohmann::json::array();
-      if (a.has("system")) keep.push_back(messages[0]);
-      messages = keep;
-      images.clear();
-      pending_images = 0;
-      std::fprintf(stderr, "(conversation cleared)\n");
-      continue;
-    }
-    if (line.rfind("/image", 0) == 0 && (line.size() == 6 || line[6] == ' ')) {
-      std::string path = line.size() > 7 ? line.substr(7) : "";
-      if (path.empty()) {
-        std::fprintf(stderr, "usage: /image PATH\n");
-        continue;
-      }
-      try {
-        ImageList one = load_images({path}, dir);
-        images.push_back(one->front());
-        ++pending_images;
-        std::fprintf(stderr, "(image attached to the next message: %s)\n", path.c_str());
-      } catch (const Error& e) {
-        std::fprintf(stderr, "error: %s\n", e.what());
-      }
-      continue;
-    }
+    std::string line = *got;
+    if (run_chat_command(st, line)) continue;
     if (line.empty()) continue;
-    const size_t turn_images = pending_images;
-    if (pending_images) {
+    const size_t turn_images = st.pending_images;
+    if (st.pending_images) {  // image parts before the text, as an OpenAI message holds them
       nlohmann::json content = nlohmann::json::array();
-      for (size_t i = 0; i < pending_images; ++i) content.push_back({{"type", "image"}});
+      for (size_t i = 0; i < st.pending_images; ++i) content.push_back({{"type", "image"}});
       content.push_back({{"type", "text"}, {"text", line}});
-      messages.push_back({{"role", "user"}, {"content", content}});
-      pending_images = 0;
+      st.messages.push_back({{"role", "user"}, {"content", content}});
+      st.pending_images = 0;
     } else {
-      messages.push_back({{"role", "user"}, {"content", line}});
+      st.messages.push_back({{"role", "user"}, {"content", line}});
     }
-    params.images = images.empty() ? nullptr : std::make_shared<const std::vector<vision::ImagePatches>>(images);
-    std::string prompt_text = eng->chat_template()->apply(messages, nullptr, true, {{"enable_thinking", thinking}});
+    params.images =
+        st.images.empty() ? nullptr : std::make_shared<const std::vector<vision::ImagePatches>>(st.images);
+    std::string prompt_text = eng->chat_template()->apply(st.conversation(), nullptr, true, {{"enable_thinking", thinking}});
     std::vector<int> prompt = eng->tokenizer()->encode(prompt_text, true);
     chat::ReasoningStream split(chat::prompt_ends_reasoning(prompt_text));
     std::string reply;  // everything generated, for the history
@@ -140,18 +114,18 @@ int cmd_chat(int argc, char** argv) {
       }
       std::fflush(stdout);
     };
-    g_interrupted = false;
+    g_interrupted = 0;
     engine::GenResult r;
     try {
       r = eng->generate(prompt, params, [&](const engine::GenEvent& ev) {
         reply += ev.text;
         show(split.push(ev.text));
-        return !g_interrupted.load();
+        return g_interrupted == 0;
       });
-    } catch (const Error& e) {   // the request was refused (e.g. images without a tower): drop the turn
+    } catch (const Error& e) {  // the request was refused (e.g. images without a tower): drop the turn
       std::fprintf(stderr, "error: %s\n", e.what());
-      messages.erase(messages.size() - 1);
-      images.resize(images.size() - turn_images);
+      st.messages.erase(st.messages.size() - 1);
+      st.images.resize(st.images.size() - turn_images);
       continue;
     }
     show(split.finish());
@@ -162,7 +136,7 @@ int cmd_chat(int argc, char** argv) {
     chat::ReasoningSplit parts = chat::split_reasoning(reply, thinking);
     nlohmann::json msg = {{"role", "assistant"}, {"content", parts.content.value_or("")}};
     if (parts.reasoning) msg["reasoning_content"] = *parts.reasoning;
-    messages.push_back(msg);
+    st.messages.push_back(msg);
     std::fprintf(stdout, "\n");
   }
   return 0;

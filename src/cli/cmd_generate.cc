@@ -41,7 +41,8 @@ int cmd_generate(int argc, char** argv) {
   const std::string dir = model_dir_from_args(a);
   params.images = load_images(a.get_all("image"), dir);   // before the slow load
   const size_t n_images = params.images ? params.images->size() : 0;
-  auto eng = engine::Engine::load(dir, engine_options_from_args(a));
+  const engine::EngineOptions eo = engine_options_from_args(a);
+  auto eng = engine::Engine::load(dir, eo);
 
   if (a.has("ids")) {
     if (!a.has("stop-at-eos")) params.ignore_eos = true;
@@ -85,6 +86,15 @@ int cmd_generate(int argc, char** argv) {
   std::fflush(stdout);  // the text and its newline come before the summary on stderr
   log_info(r.prompt_tokens, " prompt tokens, ", r.completion_tokens, " generated in ", dt, " s (finish: ",
            engine::finish_reason_name(r.reason), ")");
+  if (eo.spec.enabled()) {
+    const engine::SpecDecodeStats sp = eng->stats().spec;
+    std::string per_pos;
+    for (size_t i = 0; i < sp.accepted_per_pos.size(); ++i)
+      per_pos += cat(i ? " " : "", sp.num_drafts ? double(sp.accepted_per_pos[i]) / sp.num_drafts : 0.0);
+    log_info("speculative decoding: ", sp.num_drafts, " verify passes, ", sp.num_draft_tokens, " draft tokens, ",
+             sp.num_accepted_tokens, " accepted: acceptance rate ", sp.acceptance_rate(), ", mean accepted length ",
+             sp.mean_accepted_length(), " (per position: ", per_pos, ")");
+  }
   return 0;
 }
 

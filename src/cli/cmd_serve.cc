@@ -1,4 +1,9 @@
 // qinfer serve MODEL_DIR [vllm serve flags]: the OpenAI-compatible server.
+// The port is bound and served before the model loads (/health answers 503 until it is
+// ready); SIGTERM or SIGINT drains (new requests 503, running ones finish up to
+// --drain-timeout) and exits 0; a second signal stops at once.
+#include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <thread>
@@ -13,10 +18,8 @@
 namespace qinfer::cli {
 
 namespace {
-server::HttpServer* g_server = nullptr;
-void on_signal(int) {
-  if (g_server) g_server->stop();
-}
+std::atomic<int> g_signals{0};
+void on_signal(int) { g_signals.fetch_add(1); }
 }  // namespace
 
 int cmd_serve(int argc, char** argv) {
@@ -30,6 +33,25 @@ int cmd_serve(int argc, char** argv) {
     for (const auto& f : o.ignored) list += (list.empty() ? "" : ", ") + f;
     log_info("accepted without effect on this CPU engine: ", list);
   }
+  server::HttpServer srv(o);  // checks --chat-template and the TLS files before the long load
+  int port = srv.bind();
+  std::signal(SIGPIPE, SIG_IGN);
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  std::thread http([&] { srv.serve(); });
+  const char* scheme = o.ssl_certfile.empty() ? "http" : "https";
+  // The listening address on stdout too, for scripts; /health is 503 until the model is loaded.
+  std::printf("qinfer serve: listening on %s://%s:%d\n", scheme, o.host.c_str(), port);
+  std::fflush(stdout);
+  log_info("listening on ", scheme, "://", o.host, ":", port, " (loading the model; /health is 503 until ready)");
+  if (o.host == "127.0.0.1" || o.host == "localhost" || o.host == "::1") {
+    log_info("listening on ", o.host, " only (loopback): other machines cannot connect; pass --host 0.0.0.0 to serve them");
+  } else {
+    log_info("listening on ", o.host, " (reachable from other machines)",
+             o.api_key.empty() ? "; no API key is set (--api-key or QINFER_API_KEY / VLLM_API_KEY)" : "");
+  }
+  if (!o.api_key.empty()) log_info("API key required on /v1/* (from ", o.api_key_source, ")");
+
   engine::EngineOptions eo;
   eo.max_num_seqs = o.max_num_seqs;
   eo.max_model_len = o.max_model_len;
@@ -37,21 +59,34 @@ int cmd_serve(int argc, char** argv) {
   eo.prefill_chunk = o.prefill_chunk;
   eo.load.threads = o.threads;
   eo.load.dense_int8 = o.dense_int8;
+  eo.spec = o.spec;
   eo.load.load_vision = o.max_images_per_prompt > 0;   // vLLM's '{"image": 0}': text only
-  auto engine = engine::Engine::load(o.model_dir, eo);
-  server::HttpServer srv(*engine, o);
-  int port = srv.bind();
-  std::signal(SIGPIPE, SIG_IGN);
-  g_server = &srv;
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
-  log_info("serving model '", srv.model_name(), "' (max_model_len ", engine->max_model_len(), ", max_num_seqs ",
-           o.max_num_seqs, ")", engine->tokenizer() ? "" : ", token ids only (no tokenizer)");
-  // The listening address on stdout too, for scripts.
-  std::printf("qinfer serve: listening on http://%s:%d\n", o.host.c_str(), port);
-  std::fflush(stdout);
-  srv.serve();
-  g_server = nullptr;
+  eo.enable_prefix_caching = o.enable_prefix_caching;
+  eo.prefix_cache_gb = o.prefix_cache_gb;
+  std::unique_ptr<engine::Engine> engine;
+  try {
+    engine = engine::Engine::load(o.model_dir, eo);
+  } catch (...) {
+    srv.stop();
+    http.join();
+    throw;
+  }
+  if (g_signals.load() == 0) {
+    srv.attach(*engine);
+    log_info("serving model '", srv.model_name(), "' (max_model_len ", engine->max_model_len(), ", max_num_seqs ",
+             o.max_num_seqs, ")", engine->tokenizer() ? "" : ", token ids only (no tokenizer)");
+  }
+  // Wait for a signal, then drain; a second signal during the drain stops at once.
+  while (g_signals.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  log_info("signal received: draining (up to --drain-timeout ", o.drain_timeout, " s)");
+  std::thread drainer([&] { srv.drain(o.drain_timeout); });
+  while (srv.requests_in_flight() > 0 && g_signals.load() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (g_signals.load() >= 2) {
+    log_warn("second signal: stopping now");
+    srv.stop();
+  }
+  drainer.join();
+  http.join();
   log_info("server stopped");
   return 0;
 }

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "engine/prefix_flags.h"
 #include "sampling/sampling_params.h"
 #include "util/error.h"
 
@@ -49,17 +50,22 @@ void check_sampling_flags(const Args& a, const engine::GenParams& p) {
 }  // namespace
 
 std::vector<OptionSpec> generation_option_specs() {
-  return {{"model", true}, {"temperature", true}, {"top-p", true}, {"top-k", true}, {"min-p", true},
+  std::vector<OptionSpec> specs = {{"model", true}, {"temperature", true}, {"top-p", true}, {"top-k", true}, {"min-p", true},
           {"repetition-penalty", true}, {"presence-penalty", true}, {"frequency-penalty", true},
           {"seed", true}, {"stop", true, true}, {"max-tokens", true}, {"threads", true}, {"dense", true},
-          {"ignore-eos", false}, {"help", false}};
+          {"ignore-eos", false}, {"help", false}, {"speculative-config", true}};
+  for (auto& o : engine::prefix_cache_option_specs()) specs.push_back(o);
+  return specs;
 }
 
 const char* generation_flags_help() {
   return "  --temperature T (0 = greedy)  --top-p P  --top-k K  --min-p P\n"
          "  --repetition-penalty R  --presence-penalty P  --frequency-penalty F\n"
          "  --seed S  --stop STR (repeatable)  --max-tokens N  --ignore-eos\n"
-         "  --threads N  --dense bf16|int8\n";
+         "  --threads N  --dense bf16|int8\n"
+         "  --enable-prefix-caching (default) | --no-enable-prefix-caching\n"
+         "  --prefix-cache-gb GB  memory for cached prefixes (default: a quarter of MemAvailable)\n"
+         "  --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":K}'  (MTP drafting, K 1..4)\n";
 }
 
 engine::GenParams gen_params_from_args(const Args& a, double default_temperature) {
@@ -117,6 +123,8 @@ engine::EngineOptions engine_options_from_args(const Args& a) {
   LoadOptions lo = load_options_from_args(a);
   o.load.threads = lo.threads;
   o.load.dense_int8 = lo.dense_int8;
+  engine::prefix_cache_options_from_args(a, o);
+  if (a.has("speculative-config")) o.spec = engine::parse_speculative_config(a.get("speculative-config"));
   return o;
 }
 

@@ -33,6 +33,10 @@ struct GenParams {
   bool include_stop_str_in_output = false;
   bool skip_special_tokens = true;
   int logprobs = -1;                  // -1: none; N >= 0: chosen token's logprob + top N
+  bool speculate = true;              // with --speculative-config: false keeps this request off drafting
+  // -1: none; N >= 0: the logprob (and rank) of every prompt token after the first, from the
+  // unmodified logits of the position before it, plus the top N there (vLLM prompt_logprobs).
+  int prompt_logprobs = -1;
   // Structured outputs: every sampled token must keep the output inside this grammar; EOS
   // only where it accepts; the output ends once it is complete. With grammar_start_after
   // >= 0 (the </think> id when thinking is on) the constraint starts after that token.
@@ -56,6 +60,7 @@ struct TopLogprob {
 struct TokenOut {
   int token;
   float logprob = 0.f;                // valid when logprobs were requested
+  int rank = 0;                       // 1 + tokens with a larger logprob (when logprobs were requested)
   std::vector<TopLogprob> top;        // top-N, best first
 };
 
@@ -69,8 +74,13 @@ struct GenEvent {
   int stop_token = -1;                // the EOS/stop id that ended it, if any
   std::string error;                  // reason == kError
   int64_t prompt_tokens = 0;
+  int64_t cached_tokens = 0;          // of prompt_tokens, restored from the prefix cache
   int64_t completion_tokens = 0;      // cumulative
   double time_to_first_token = -1;    // seconds from submit, once known
+  std::vector<double> token_times;    // now_seconds() when each of `tokens` was produced
+  // prompt_logprobs: entry i is prompt token i + 1 (the first prompt token has none); sent
+  // once, with the event that carries the first sampled token.
+  std::vector<TokenOut> prompt_logprobs;
 };
 
 // The full result of a blocking generate().
@@ -83,6 +93,7 @@ struct GenResult {
   int stop_token = -1;
   std::string error;
   int64_t prompt_tokens = 0, completion_tokens = 0;
+  int64_t cached_tokens = 0;          // prompt tokens restored from the prefix cache
   double time_to_first_token = -1;
 };
 

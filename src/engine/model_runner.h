@@ -3,8 +3,11 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "engine/speculative.h"
 
 namespace qinfer::vision {
 struct ImagePatches;
@@ -17,11 +20,27 @@ class RunnerSequence {
   virtual ~RunnerSequence() = default;
 };
 
+// Prefix caching (engine/prefix_cache.h): what a runner saves of a sequence. Opaque to
+// the engine and immutable; shared by the cache and by the sequences restored from it
+// (data.use_count() > 1: some running sequence still reads it).
+struct SavedBlock {                  // the KV rows of one block, every attention layer
+  std::shared_ptr<const void> data;
+  size_t bytes = 0;
+};
+struct SavedState {                  // the recurrent (DeltaNet conv + delta-rule) state
+  std::shared_ptr<const void> data;
+  size_t bytes = 0;
+  int64_t position = 0;              // tokens consumed when it was taken (a block edge)
+};
+
 struct RunnerStep {
   RunnerSequence* seq;
   const int* tokens;
-  int64_t n_tokens;      // >= 1: a prefill chunk or one decode token
-  float* logits;         // [vocab] row of the step's last token
+  int64_t n_tokens;      // >= 1: a prefill chunk, one decode token or a verify run
+  float* logits;         // [vocab] row of the step's last token ([n_tokens][vocab] when all_logits)
+  bool all_logits = false;
+  float* hidden = nullptr;   // optional [n_tokens][hidden_size()]: post-norm hidden states
+  bool keep_states = false;  // verify run: rollback() may keep any prefix of its tokens
   // Images (see Model::Step): per-token replacement embeddings (null rows: the token's
   // own), [n_tokens][3] mRoPE positions, and the decode position offset.
   const float* const* embed_rows = nullptr;
@@ -39,6 +58,11 @@ class ModelRunner {
   // One batched call advancing every step's sequence by its tokens.
   virtual void forward(const std::vector<RunnerStep>& steps) = 0;
 
+  // Speculative decoding (engine/speculative.h); a runner without it keeps these defaults.
+  virtual DraftSource* draft_source() { return nullptr; }   // the MTP head, when loaded
+  // After a keep_states step of n tokens: keep its first `keep` (1..n) tokens, exactly.
+  virtual void rollback(RunnerSequence*, int64_t) { throw std::logic_error("rollback: not supported by this runner"); }
+
   // Image input. has_vision(): the model has a loaded vision tower; then
   // encode_images returns the merged embeddings of all images in order,
   // [sum merged tokens][hidden_size()].
@@ -47,12 +71,28 @@ class ModelRunner {
   virtual int spatial_merge_size() const { return 2; }
   virtual int64_t hidden_size() const { return 0; }
   virtual std::vector<float> encode_images(const std::vector<const vision::ImagePatches*>& images);
+
+  // Prefix caching. prefix_block_tokens() > 0: the runner can save block b (rows
+  // [b*B, (b+1)*B), all written) and the recurrent state at a position that is a
+  // multiple of B, and restore a sequence at n*B from n saved blocks (shared, read
+  // only) and a state saved at n*B. 0 (the default): no prefix caching.
+  virtual int64_t prefix_block_tokens() const { return 0; }
+  virtual int64_t sequence_tokens(const RunnerSequence& seq) const;   // tokens consumed so far
+  virtual SavedBlock save_block(const RunnerSequence& seq, int64_t block);
+  virtual SavedState save_state(const RunnerSequence& seq);
+  virtual std::unique_ptr<RunnerSequence> restore(const std::vector<SavedBlock>& blocks, const SavedState& state);
+  // What one saved block and one saved state cost (for the log; 0 when unknown).
+  virtual size_t saved_block_bytes() const { return 0; }
+  virtual size_t saved_state_bytes() const { return 0; }
 };
 
 struct RunnerLoadOptions {
   int threads = 0;
   bool dense_int8 = false;
   bool load_vision = true;   // false: text only (--limit-mm-per-prompt '{"image": 0}')
+  bool load_mtp = false;     // load the mtp.* draft head (error when the checkpoint has none)
+  int64_t draft_vocab = 0;   // > 0: the MTP drafts among token ids below this only
+  bool draft_int8 = false;   // the MTP drafts score with an int8 copy of the lm_head
 };
 
 // Loads qinfer::Model from a checkpoint folder. EOS ids: generation_config.json's

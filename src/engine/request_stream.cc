@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "util/log.h"
+
 namespace qinfer::engine {
 
 const char* finish_reason_name(FinishReason r) {
@@ -23,6 +25,8 @@ bool RequestStream::take(GenEvent& out, double timeout_s) {
   out = pending_;
   pending_.tokens.clear();
   pending_.text.clear();
+  pending_.token_times.clear();
+  pending_.prompt_logprobs.clear();
   dirty_ = false;
   return true;
 }
@@ -40,6 +44,7 @@ bool RequestStream::finished() const {
 void RequestStream::push_token(const TokenOut& t, const std::string& text, int64_t completion_tokens) {
   std::lock_guard<std::mutex> lk(mu_);
   pending_.tokens.push_back(t);
+  pending_.token_times.push_back(now_seconds());
   pending_.text += text;
   pending_.completion_tokens = completion_tokens;
   dirty_ = true;
@@ -54,9 +59,19 @@ void RequestStream::push_text(const std::string& text) {
   cv_.notify_all();
 }
 
+void RequestStream::set_prompt_logprobs(std::vector<TokenOut> lp) {
+  std::lock_guard<std::mutex> lk(mu_);
+  pending_.prompt_logprobs = std::move(lp);
+}
+
 void RequestStream::set_first_token_time(double seconds) {
   std::lock_guard<std::mutex> lk(mu_);
   pending_.time_to_first_token = seconds;
+}
+
+void RequestStream::set_cached_tokens(int64_t n) {
+  std::lock_guard<std::mutex> lk(mu_);
+  pending_.cached_tokens = n;
 }
 
 void RequestStream::finish(FinishReason reason, const std::string& stop_str, int stop_token,

@@ -6,6 +6,7 @@
 #include "grammar/json_schema.h"
 #include "grammar/regex.h"
 #include "grammar/tool_call.h"
+#include "util/json_parse.h"
 
 namespace qinfer::grammar {
 
@@ -15,7 +16,7 @@ namespace {
 
 ojson parse_json(const Spec& spec) {
   try {
-    return ojson::parse(spec.text);
+    return parse_ordered_json(spec.text, spec.field);
   } catch (const std::exception& e) {
     throw GrammarError(spec.field + ": not valid JSON: " + e.what());
   }

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "util/error.h"
+#include "util/json_parse.h"
 #include "util/log.h"
 
 namespace qinfer {
@@ -20,13 +21,7 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& dir) {
   std::map<std::string, std::string> index;  // tensor -> file, from the index
   const fs::path index_path = fs::path(dir) / "model.safetensors.index.json";
   if (fs::exists(index_path)) {
-    nlohmann::json j;
-    try {
-      std::ifstream in(index_path);
-      j = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::exception& e) {
-      fail(index_path.string(), ": malformed JSON: ", e.what());
-    }
+    nlohmann::json j = read_json_file(index_path.string());
     if (!j.contains("weight_map") || !j["weight_map"].is_object())
       fail(index_path.string(), ": missing key weight_map");
     std::set<std::string> seen;

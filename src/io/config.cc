@@ -1,9 +1,12 @@
 #include "io/config.h"
 
 #include <filesystem>
+#include <cmath>
+#include <cstdint>
 #include <fstream>
 
 #include "util/error.h"
+#include "util/json_parse.h"
 
 namespace qinfer {
 
@@ -25,8 +28,16 @@ class Reader {
   int64_t integer(const char* key) const {
     const json& v = raw(key);
     if (!v.is_number_integer()) fail(where(key), " must be an integer, got ", v.dump());
+    if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t{INT64_MAX}) fail(where(key), " is out of range: ", v.dump());
     return v.get<int64_t>();
   }
+  // An integer in [lo, hi], checked as the JSON number it is (no silent truncation to int).
+  int int_in(const char* key, int64_t lo, int64_t hi) const {
+    int64_t v = integer(key);
+    if (v < lo || v > hi) fail(where(key), " must be in [", lo, ", ", hi, "], got ", v);
+    return static_cast<int>(v);
+  }
+  int int_in_or(const char* key, int64_t lo, int64_t hi, int def) const { return has(key) ? int_in(key, lo, hi) : def; }
   int positive(const char* key) const {
     int64_t v = integer(key);
     if (v <= 0 || v > (1 << 30)) fail(where(key), " must be a positive integer, got ", v);
@@ -36,6 +47,7 @@ class Reader {
   double number(const char* key) const {
     const json& v = raw(key);
     if (!v.is_number()) fail(where(key), " must be a number, got ", v.dump());
+    if (!std::isfinite(v.get<double>())) fail(where(key), " must be finite, got ", v.dump());
     return v.get<double>();
   }
   double number_or(const char* key, double def) const { return has(key) ? number(key) : def; }
@@ -49,15 +61,23 @@ class Reader {
     if (!j_[key].is_string()) fail(where(key), " must be a string, got ", j_[key].dump());
     return j_[key].get<std::string>();
   }
-  std::vector<int> int_list(const char* key) const {  // int or list of ints
+  std::vector<int> int_list(const char* key, int64_t lo = 0, int64_t hi = INT32_MAX) const {  // int or list of ints
     const json& v = raw(key);
     std::vector<int> out;
-    if (v.is_number_integer()) return {v.get<int>()};
-    if (!v.is_array()) fail(where(key), " must be an integer or a list of integers");
-    for (const auto& x : v) {
+    auto one = [&](const json& x) {
       if (!x.is_number_integer()) fail(where(key), " must hold integers, got ", x.dump());
-      out.push_back(x.get<int>());
+      if ((x.is_number_unsigned() && x.get<uint64_t>() > static_cast<uint64_t>(hi)) || x.get<int64_t>() < lo ||
+          x.get<int64_t>() > hi)
+        fail(where(key), " must hold integers in [", lo, ", ", hi, "], got ", x.dump());
+      out.push_back(static_cast<int>(x.get<int64_t>()));
+    };
+    if (v.is_number_integer()) {
+      one(v);
+      return out;
     }
+    if (!v.is_array()) fail(where(key), " must be an integer or a list of integers");
+    if (v.size() > 4096) fail(where(key), " has ", v.size(), " entries (at most 4096)");
+    for (const auto& x : v) one(x);
     return out;
   }
   Reader child(const char* key) const {
@@ -91,11 +111,14 @@ TextConfig parse_text(const Reader& r, const Reader& top) {
   t.shared_expert_intermediate_size = r.positive("shared_expert_intermediate_size");
   t.vocab_size = r.positive("vocab_size");
   t.rms_norm_eps = r.number_or("rms_norm_eps", 1e-6);
+  // A negative or zero epsilon makes every norm NaN for an all-zero row: refused at load.
+  if (!(t.rms_norm_eps > 0 && t.rms_norm_eps < 1)) fail(r.where("rms_norm_eps"), " must be in (0, 1), got ", t.rms_norm_eps);
   t.max_position_embeddings = r.integer("max_position_embeddings");
-  if (t.max_position_embeddings <= 0) fail(r.where("max_position_embeddings"), " must be positive");
+  if (t.max_position_embeddings <= 0 || t.max_position_embeddings > (int64_t{1} << 30))
+    fail(r.where("max_position_embeddings"), " must be in [1, 2^30], got ", t.max_position_embeddings);
   t.tie_word_embeddings = r.boolean_or("tie_word_embeddings", top.boolean_or("tie_word_embeddings", false));
-  t.mtp_num_hidden_layers = static_cast<int>(r.integer_or("mtp_num_hidden_layers", 0));
-  t.bos_token_id = static_cast<int>(r.integer_or("bos_token_id", top.integer_or("bos_token_id", -1)));
+  t.mtp_num_hidden_layers = r.int_in_or("mtp_num_hidden_layers", 0, 64, 0);
+  t.bos_token_id = r.int_in_or("bos_token_id", -1, INT32_MAX, top.int_in_or("bos_token_id", -1, INT32_MAX, -1));
   if (r.has("eos_token_id")) t.eos_token_ids = r.int_list("eos_token_id");
   if (top.has("eos_token_id"))
     for (int id : top.int_list("eos_token_id"))
@@ -117,8 +140,7 @@ TextConfig parse_text(const Reader& r, const Reader& top) {
       else fail(r.where("layer_types"), ": unknown layer type ", v.dump());
     }
   } else {
-    int interval = static_cast<int>(r.integer_or("full_attention_interval", 4));
-    if (interval <= 0) fail(r.where("full_attention_interval"), " must be positive");
+    int interval = r.int_in_or("full_attention_interval", 1, 1 << 20, 4);
     for (int i = 0; i < t.num_hidden_layers; ++i)
       t.layer_types.push_back((i + 1) % interval == 0 ? LayerType::kFullAttention : LayerType::kLinearAttention);
   }
@@ -133,18 +155,19 @@ TextConfig parse_text(const Reader& r, const Reader& top) {
     t.rope.theta = rp.number_or("rope_theta", t.rope.theta);
     t.rope.partial_rotary_factor = rp.number_or("partial_rotary_factor", t.rope.partial_rotary_factor);
     t.rope.mrope_interleaved = rp.boolean_or("mrope_interleaved", true);
-    if (rp.has("mrope_section")) t.rope.mrope_section = rp.int_list("mrope_section");
+    if (rp.has("mrope_section")) t.rope.mrope_section = rp.int_list("mrope_section", 0, 1 << 20);
     std::string type = rp.string_or("rope_type", rp.string_or("type", "default"));
     if (type != "default" && type != "mrope")
       fail(rp.where("rope_type"), ": rope type '", type, "' is not supported (only default)");
   } else if (!r.has("rope_theta")) {
     fail(r.where("rope_parameters"), " is missing (rope_theta must come from the file)");
   }
-  if (t.rope.partial_rotary_factor <= 0 || t.rope.partial_rotary_factor > 1)
+  if (!(t.rope.theta > 0)) fail(r.where("rope_theta"), " must be positive, got ", t.rope.theta);
+  if (!(t.rope.partial_rotary_factor > 0 && t.rope.partial_rotary_factor <= 1))
     fail(r.where("partial_rotary_factor"), " must be in (0, 1]");
   if (t.rotary_dim() % 2) fail(r.where("partial_rotary_factor"), " gives an odd rotary dimension");
   if (!t.rope.mrope_section.empty()) {
-    int sum = 0;
+    int64_t sum = 0;  // entries are at most 2^20 and at most 4096 of them: no overflow
     for (int s : t.rope.mrope_section) sum += s;
     if (sum != t.rotary_dim() / 2)
       fail(r.where(rope_key ? rope_key : "rope_parameters"), ".mrope_section sums to ", sum,
@@ -158,10 +181,10 @@ QuantConfig parse_quant(const Reader& q) {
   c.method = q.string_or("quant_method", "gptq");
   if (c.method != "gptq") fail(q.where("quant_method"), ": '", c.method, "' is not supported (only gptq)");
   c.enabled = true;
-  c.bits = static_cast<int>(q.integer_or("bits", 4));
+  c.bits = q.int_in_or("bits", 0, 64, 4);
   if (c.bits != 4 && c.bits != 8 && c.bits != 2) fail(q.where("bits"), ": ", c.bits, " bits is not supported (2, 4 or 8)");
-  c.group_size = static_cast<int>(q.integer_or("group_size", 128));
-  if (c.group_size == 0 || c.group_size < -1) fail(q.where("group_size"), " must be positive or -1");
+  c.group_size = q.int_in_or("group_size", -1, 1 << 24, 128);  // 2^32+32 used to become 32
+  if (c.group_size == 0) fail(q.where("group_size"), " must be positive or -1");
   c.sym = q.boolean_or("sym", true);
   c.desc_act = q.boolean_or("desc_act", false);
   std::string fmt = q.string_or("checkpoint_format", q.string_or("format", "gptq"));
@@ -178,15 +201,11 @@ QuantConfig parse_quant(const Reader& q) {
       std::string key = it.key();
       rule.skip = key.rfind("-:", 0) == 0;
       rule.pattern = (rule.skip || key.rfind("+:", 0) == 0) ? key.substr(2) : key;
-      try {
-        rule.re = std::regex(rule.pattern, std::regex::ECMAScript);
-      } catch (const std::regex_error& e) {
-        fail(d.where(key.c_str()), ": bad regular expression: ", e.what());
-      }
+      rule.re = std::make_shared<const ModuleRegex>(rule.pattern, d.where(key.c_str()));
       if (it->is_object()) {
-        Reader o(*it, "", "");
-        rule.bits = static_cast<int>(o.integer_or("bits", -1));
-        rule.group_size = static_cast<int>(o.integer_or("group_size", -2));
+        Reader o(*it, d.where(key.c_str()), "");
+        rule.bits = o.int_in_or("bits", -1, 64, -1);
+        rule.group_size = o.int_in_or("group_size", -2, 1 << 24, -2);
         if (o.has("sym")) rule.sym = o.boolean_or("sym", true);
         if (o.has("desc_act")) rule.desc_act = o.boolean_or("desc_act", false);
       }
@@ -198,17 +217,9 @@ QuantConfig parse_quant(const Reader& q) {
   return c;
 }
 
-}  // namespace
+json read_json(const std::string& path) { return read_json_file(path); }
 
-json read_json_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) fail(path, ": cannot open");
-  try {
-    return json::parse(in);
-  } catch (const json::exception& e) {
-    fail(path, ": malformed JSON: ", e.what());
-  }
-}
+}  // namespace
 
 int TextConfig::num_full_layers() const {
   int n = 0;
@@ -218,7 +229,7 @@ int TextConfig::num_full_layers() const {
 
 const QuantConfig::DynamicRule* QuantConfig::match(const std::string& module) const {
   for (const auto& r : dynamic)
-    if (std::regex_search(module, r.re, std::regex_constants::match_continuous)) return &r;
+    if (r.re->match_prefix(module)) return &r;
   return nullptr;
 }
 
@@ -234,10 +245,10 @@ ModelConfig parse_config(const json& j, const std::string& source, const json* q
   if (c.model_type != "qwen3_5_moe" && c.model_type != "qwen3_5_moe_text")
     fail(source, ": model_type '", c.model_type, "' is not supported (qwen3_5_moe or qwen3_5_moe_text)");
   c.text = top.has("text_config") ? parse_text(top.child("text_config"), top) : parse_text(top, top);
-  c.image_token_id = static_cast<int>(top.integer_or("image_token_id", -1));
-  c.video_token_id = static_cast<int>(top.integer_or("video_token_id", -1));
-  c.vision_start_token_id = static_cast<int>(top.integer_or("vision_start_token_id", -1));
-  c.vision_end_token_id = static_cast<int>(top.integer_or("vision_end_token_id", -1));
+  c.image_token_id = top.int_in_or("image_token_id", -1, INT32_MAX, -1);
+  c.video_token_id = top.int_in_or("video_token_id", -1, INT32_MAX, -1);
+  c.vision_start_token_id = top.int_in_or("vision_start_token_id", -1, INT32_MAX, -1);
+  c.vision_end_token_id = top.int_in_or("vision_end_token_id", -1, INT32_MAX, -1);
   c.has_vision = top.has("vision_config");
   if (top.has("quantization_config")) {
     c.quant = parse_quant(top.child("quantization_config"));

@@ -2,12 +2,15 @@
 // text-only), plus its quantization config. Every required key that is missing
 // or of the wrong type is an Error naming the file and the key.
 #pragma once
+#include "io/module_regex.h"
 #include <cstdint>
-#include <regex>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "util/json_parse.h"  // read_json_file: one JSON file, bounded depth, errors name it
 
 namespace qinfer {
 
@@ -58,7 +61,7 @@ struct QuantConfig {
   struct DynamicRule {          // "-:regex" (skip) or "+:regex"/"regex" (override)
     bool skip;
     std::string pattern;
-    std::regex re;
+    std::shared_ptr<const ModuleRegex> re;  // PCRE2 with backtracking limits
     int bits = -1, group_size = -2;
     int sym = -1, desc_act = -1;  // -1: not overridden
   };
@@ -79,8 +82,6 @@ struct ModelConfig {
 };
 
 ModelConfig load_config(const std::string& dir);
-// Reads one JSON file; a missing or malformed file is an error naming it.
-nlohmann::json read_json_file(const std::string& path);
 // Parses from JSON already read; `source` names the file in errors.
 ModelConfig parse_config(const nlohmann::json& j, const std::string& source,
                          const nlohmann::json* quantize_config_json = nullptr);

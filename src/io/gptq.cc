@@ -1,5 +1,6 @@
 #include "io/gptq.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "util/error.h"
@@ -8,13 +9,18 @@ namespace qinfer {
 
 namespace {
 
+// Loads go through memcpy: a valid safetensors file may place a tensor at any byte offset.
 float scale_value(const TensorInfo& t, int64_t i) {
+  uint16_t h;
+  float f;
   switch (t.dtype) {
-    case DType::F16: return f16_to_f32(reinterpret_cast<const uint16_t*>(t.data)[i]);
-    case DType::BF16: return bf16_to_f32(reinterpret_cast<const uint16_t*>(t.data)[i]);
-    case DType::F32: return reinterpret_cast<const float*>(t.data)[i];
+    case DType::F16: std::memcpy(&h, t.data + 2 * i, 2); f = f16_to_f32(h); break;
+    case DType::BF16: std::memcpy(&h, t.data + 2 * i, 2); f = bf16_to_f32(h); break;
+    case DType::F32: std::memcpy(&f, t.data + 4 * i, 4); break;
     default: fail(t.file, ": tensor ", t.name, ": scales must be F16, BF16 or F32");
   }
+  if (!std::isfinite(f)) fail(t.file, ": tensor ", t.name, ": element ", i, " is not finite (", f, ")");
+  return f;
 }
 
 uint32_t word(const TensorInfo& t, int64_t i) {
@@ -101,7 +107,8 @@ GptqLinear load_gptq(const Checkpoint& ck, const QuantConfig& qc, const std::str
   if (gi) {
     gi->expect_dtype({DType::I32});
     gi->expect_shape({K});
-    const int32_t* g = reinterpret_cast<const int32_t*>(gi->data);
+    std::vector<int32_t> g(static_cast<size_t>(K));
+    std::memcpy(g.data(), gi->data, static_cast<size_t>(K) * 4);
     bool trivial = true;
     for (int64_t k = 0; k < K; ++k) {
       if (g[k] < 0 || g[k] >= G) fail(gi->file, ": tensor ", gi->name, ": g_idx[", k, "] = ", g[k], " is not a group (0..", G - 1, ")");
@@ -110,7 +117,7 @@ GptqLinear load_gptq(const Checkpoint& ck, const QuantConfig& qc, const std::str
     if (!trivial) {
       if (!desc_act)
         fail(gi->file, ": tensor ", gi->name, ": g_idx is permuted but quantization_config.desc_act is false");
-      w.g_idx.assign(g, g + K);
+      w.g_idx = std::move(g);
     }
   }
   return w;

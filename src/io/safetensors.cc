@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "util/error.h"
+#include "util/json_parse.h"
 
 namespace qinfer {
 
@@ -58,12 +59,17 @@ void TensorInfo::read_bytes(size_t offset, size_t n, void* dst) const {
 }
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO in place of a weight file would block open(); it is refused below.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) fail(path, ": cannot open: ", std::strerror(errno));
   struct stat st;
   if (fstat(fd, &st) != 0) {
     ::close(fd);
     fail(path, ": cannot stat: ", std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail(path, ": not a regular file (a FIFO, device or directory cannot hold weights)");
   }
   size_ = static_cast<size_t>(st.st_size);
   if (size_ > 0) {
@@ -107,9 +113,9 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : file_(std::make_uniq
   if (header_len > (100u << 20)) fail(path, ": header length ", header_len, " is implausibly large");
   nlohmann::json header;
   try {
-    header = nlohmann::json::parse(base + 8, base + 8 + header_len);
-  } catch (const nlohmann::json::exception& e) {
-    fail(path, ": malformed safetensors header JSON: ", e.what());
+    header = parse_json(std::string_view(reinterpret_cast<const char*>(base + 8), header_len), path);
+  } catch (const JsonError& e) {
+    fail(e.too_deep() ? "" : "malformed safetensors header: ", e.what());
   }
   if (!header.is_object()) fail(path, ": safetensors header is not a JSON object");
   const size_t data_start = 8 + header_len;

@@ -18,7 +18,7 @@ enum class ExprKind {
   Const,     // value
   Name,      // name
   List,      // items
-  Tuple,     // items (evaluates to a list)
+  Tuple,     // items
   Dict,      // items: key0, value0, key1, value1, ...
   Getattr,   // a . name
   Getitem,   // a [ b ]
@@ -57,7 +57,7 @@ enum class StmtKind {
   Data,         // text
   Output,       // expr
   If,           // expr, body, else_body (elif = nested If in else_body)
-  For,          // target, expr (iterable), cond (loop filter, may be null), body, else_body
+  For,          // target, expr (iterable), cond (loop filter, may be null), body, else_body, recursive
   Set,          // target (Name / Tuple), expr
   SetAttr,      // name (namespace variable), attr, expr
   SetBlock,     // target (Name), filter (may be null), body
@@ -81,6 +81,7 @@ struct Stmt {
   std::vector<ExprPtr> defaults;
   std::vector<ExprPtr> targets, values;
   bool uses_varargs = false, uses_kwargs = false, uses_caller = false;  // Macro
+  bool recursive = false;                                                // For: `loop(items)` recurses
 };
 
 }  // namespace qinfer::jinja

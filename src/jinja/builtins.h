@@ -52,8 +52,8 @@ Value negate(const Value& a, bool minus);
 // printf-style formatting: fmt % args (args: one value or a list).
 std::string percent_format(const std::string& fmt, const Value& args);
 
-// Global functions visible to every template: range, dict, namespace, strftime_now,
-// raise_exception (throws RaisedError), joiner/cycler are not provided.
+// Global functions visible to every template: range, dict, namespace, cycler, joiner,
+// strftime_now, raise_exception (throws RaisedError).
 void add_globals(std::vector<std::pair<std::string, Value>>& out);
 
 // raise_exception(msg) throws this; the interpreter adds the line.

@@ -6,6 +6,7 @@
 
 #include "jinja/template.h"
 #include "util/error.h"
+#include "util/json_parse.h"
 
 namespace qinfer {
 namespace {
@@ -44,11 +45,7 @@ ChatTemplate ChatTemplate::load(const std::string& model_dir) {
   fs::path cfg_path = dir / "tokenizer_config.json";
   nlohmann::ordered_json cfg = nlohmann::ordered_json::object();
   if (fs::exists(cfg_path)) {
-    try {
-      cfg = nlohmann::ordered_json::parse(read_file(cfg_path));
-    } catch (const nlohmann::json::exception& e) {
-      fail(cfg_path.string(), ": invalid JSON: ", e.what());
-    }
+    cfg = read_ordered_json_file(cfg_path.string());
     if (!cfg.is_object()) fail(cfg_path.string(), ": expected a JSON object");
   }
   ChatTemplate ct;

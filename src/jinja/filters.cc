@@ -108,9 +108,9 @@ Value f_dictsort(Renderer&, const Value& v, const CallArgs& ca) {
   std::stable_sort(items.begin(), items.end(), [&](const auto& x, const auto& y) {
     return rev ? less(key(y), key(x), "<") : less(key(x), key(y), "<");
   });
-  Json arr = Json::array();
-  for (auto& [k, val] : items) arr.push_back(Json::array({k.json(), val.to_json("dictsort()")}));
-  return Value(std::move(arr));
+  std::vector<Value> pairs;
+  for (auto& [k, val] : items) pairs.push_back(tuple_of({k, val}, "dictsort()"));
+  return make_list(pairs, "dictsort()");
 }
 
 Value f_escape(Renderer&, const Value& v, const CallArgs& ca) {
@@ -202,12 +202,9 @@ Value f_format(Renderer&, const Value& v, const CallArgs& ca) {
   if (!ca.pos.empty() && !ca.kw.empty())
     throw EvalError("can't handle positional and keyword arguments at the same time");
   if (!ca.kw.empty()) {
-    Json obj = Json::object();
-    for (auto& [k, val] : ca.kw) obj[k] = val.to_json("format()");
-    return Value(percent_format(soft_str(v), Value(std::move(obj))));
+    return Value(percent_format(soft_str(v), make_dict(ca.kw, "format()")));
   }
-  if (ca.pos.size() == 1 && !ca.pos[0].is_list()) return Value(percent_format(soft_str(v), ca.pos[0]));
-  return Value(percent_format(soft_str(v), make_list(ca.pos, "format()")));
+  return Value(percent_format(soft_str(v), tuple_of(ca.pos, "format()")));
 }
 
 Value f_indent(Renderer&, const Value& v, const CallArgs& ca) {
@@ -232,9 +229,7 @@ Value f_items(Renderer&, const Value& v, const CallArgs& ca) {
   Args(ca, "items()", {});
   if (v.is_undefined()) return Value(Json::array()).as_iterator();
   if (!v.is_dict()) throw EvalError("TypeError: Can only get item pairs from a mapping.");
-  Json arr = Json::array();
-  for (auto it = v.json().begin(); it != v.json().end(); ++it) arr.push_back(Json::array({it.key(), it.value()}));
-  return Value(std::move(arr)).as_iterator();
+  return dict_items(v).as_iterator();
 }
 
 Value f_join(Renderer&, const Value& v, const CallArgs& ca) {
@@ -253,7 +248,7 @@ Value f_join(Renderer&, const Value& v, const CallArgs& ca) {
 
 Value f_list(Renderer&, const Value& v, const CallArgs& ca) {
   Args(ca, "list()", {});
-  if (v.is_list()) return v.as_list();
+  if (v.is_list() && !v.is_tuple()) return v.as_list();
   return str_list(iterate(v));
 }
 
@@ -498,6 +493,106 @@ Value f_wordcount(Renderer&, const Value& v, const CallArgs& ca) {
   return Value(n);
 }
 
+// truncate(s, length=255, killwords=False, end='...', leeway=5), in code points.
+Value f_truncate(Renderer&, const Value& v, const CallArgs& ca) {
+  Args a(ca, "truncate()", {"length", "killwords", "end", "leeway"});
+  std::u32string s = py::decode(soft_str(v));
+  int64_t length = a.has(0) ? a.integer(0) : 255, leeway = a.has(3) && !a.get(3).is_none() ? a.integer(3) : 5;
+  std::u32string end = py::decode(a.has(2) ? a.str(2) : "...");
+  const auto end_len = static_cast<int64_t>(end.size());
+  if (length < end_len) throw EvalError(cat("AssertionError: expected length >= ", end_len, ", got ", length));
+  if (leeway < 0) throw EvalError(cat("AssertionError: expected leeway >= 0, got ", leeway));
+  if (static_cast<int64_t>(s.size()) <= length + leeway) return Value(py::encode(s));
+  std::u32string head = s.substr(0, static_cast<size_t>(length - end_len));
+  if (!a.boolean(1)) {  // s[:length - len(end)].rsplit(" ", 1)[0]
+    size_t sp = head.rfind(U' ');
+    if (sp != std::u32string::npos) head.resize(sp);
+  }
+  return Value(py::encode(head + end));
+}
+
+// The part of html.unescape that templates meet: numeric references and the common named ones.
+std::string html_unescape(const std::string& s) {
+  static const std::unordered_map<std::string, char32_t> named = {
+      {"amp", U'&'},    {"lt", U'<'},     {"gt", U'>'},     {"quot", U'"'},   {"apos", U'\''},
+      {"nbsp", 0xA0},   {"copy", 0xA9},   {"reg", 0xAE},    {"raquo", 0xBB},  {"laquo", 0xAB},
+      {"hellip", 0x2026}, {"mdash", 0x2014}, {"ndash", 0x2013}, {"trade", 0x2122}, {"euro", 0x20AC}};
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    size_t semi = s[i] == '&' ? s.find(';', i) : std::string::npos;
+    if (semi != std::string::npos && semi - i <= 10) {
+      std::string name = s.substr(i + 1, semi - i - 1);
+      char32_t cp = 0;
+      bool ok = false;
+      if (name.size() > 1 && name[0] == '#') {
+        bool hex = name[1] == 'x' || name[1] == 'X';
+        std::string digits = name.substr(hex ? 2 : 1);
+        ok = !digits.empty() && digits.find_first_not_of(hex ? "0123456789abcdefABCDEF" : "0123456789") ==
+                                    std::string::npos;
+        if (ok) {
+          unsigned long n = std::stoul(digits, nullptr, hex ? 16 : 10);
+          cp = (n == 0 || n > 0x10FFFF || (n >= 0xD800 && n <= 0xDFFF)) ? 0xFFFD : static_cast<char32_t>(n);
+        }
+      } else if (auto it = named.find(name); it != named.end()) {
+        cp = it->second, ok = true;
+      }
+      if (ok) {
+        out += py::encode(cp);
+        i = semi + 1;
+        continue;
+      }
+    }
+    out += s[i++];
+  }
+  return out;
+}
+
+// Removes what the regex `open.*?close` (re.DOTALL, as markupsafe compiles it) matches.
+std::string strip_matches(const std::string& s, const std::string& open, const std::string& close) {
+  std::string out;
+  size_t i = 0;
+  while (i < s.size()) {
+    if (s.compare(i, open.size(), open) == 0) {
+      size_t e = s.find(close, i + open.size());
+      if (e != std::string::npos) {
+        i = e + close.size();
+        continue;
+      }
+    }
+    out += s[i++];
+  }
+  return out;
+}
+
+// striptags: markupsafe's Markup.striptags (comments, then tags, whitespace collapsed, unescaped).
+Value f_striptags(Renderer&, const Value& v, const CallArgs& ca) {
+  Args(ca, "striptags()", {});
+  std::string s = strip_matches(strip_matches(soft_str(v), "<!--", "-->"), "<", ">");
+  std::string joined;
+  for (const auto& w : py::split(s, std::nullopt, -1)) joined += (joined.empty() ? "" : " ") + w;
+  return Value(html_unescape(joined));
+}
+
+// slice(value, slices, fill_with=None): `slices` columns, the first ones one longer.
+Value f_slice(Renderer&, const Value& v, const CallArgs& ca) {
+  Args a(ca, "slice()", {"slices", "fill_with"});
+  std::vector<Value> seq = iterate(v);
+  int64_t slices = a.integer(0), n = static_cast<int64_t>(seq.size());
+  if (slices == 0) throw EvalError("ZeroDivisionError: integer division or modulo by zero");
+  int64_t per = n / slices, extra = n % slices;
+  std::vector<Value> out;
+  int64_t offset = 0;
+  for (int64_t k = 0; k < slices; ++k) {
+    int64_t start = offset + k * per;
+    if (k < extra) ++offset;
+    int64_t end = offset + (k + 1) * per;
+    std::vector<Value> part(seq.begin() + std::min(start, n), seq.begin() + std::clamp(end, std::min(start, n), n));
+    if (a.has(1) && !a.get(1).is_none() && k >= extra) part.push_back(a.get(1));
+    out.push_back(str_list(part));
+  }
+  return str_list(out).as_iterator();
+}
+
 Value f_pprint(Renderer&, const Value& v, const CallArgs& ca) {
   Args(ca, "pprint()", {});
   return Value(repr(v));
@@ -519,7 +614,8 @@ const std::unordered_map<std::string, FilterFn>& registry() {
       {"select", f_select},   {"selectattr", f_selectattr}, {"sort", f_sort},
       {"string", f_string},   {"sum", f_sum},           {"title", f_title},
       {"tojson", f_tojson},   {"trim", f_trim},         {"unique", f_unique},
-      {"upper", f_upper},     {"wordcount", f_wordcount},
+      {"upper", f_upper},     {"wordcount", f_wordcount}, {"truncate", f_truncate},
+      {"striptags", f_striptags}, {"slice", f_slice},
   };
   return m;
 }

@@ -1,6 +1,7 @@
 #include "jinja/interpreter.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "jinja/builtins.h"
 #include "jinja/template_error.h"
@@ -95,7 +96,7 @@ Value Renderer::make_macro(const Stmt& st, const ScopePtr& closure, const std::s
         throw EvalError(cat("TypeError: macro '", name, "' takes not more than ", np, " argument(s)"));
       }
     }
-    Json kwargs = Json::object();
+    std::vector<std::pair<std::string, Value>> kwargs;
     for (auto& [k, v] : args.kw) {
       auto it = std::find(m->params.begin(), m->params.end(), k);
       if (it != m->params.end()) {
@@ -106,7 +107,7 @@ Value Renderer::make_macro(const Stmt& st, const ScopePtr& closure, const std::s
       } else if (k == "caller" && m->uses_caller) {
         scope->vars["caller"] = v;
       } else if (m->uses_kwargs) {
-        kwargs[k] = v.to_json("macro keyword argument");
+        kwargs.emplace_back(k, v);
       } else {
         throw EvalError(cat("TypeError: macro '", name, "' takes no keyword argument '", k, "'"));
       }
@@ -117,8 +118,8 @@ Value Renderer::make_macro(const Stmt& st, const ScopePtr& closure, const std::s
       if (i >= first_default) scope->vars[m->params[i]] = eval(*m->defaults[i - first_default], scope);
       else scope->vars[m->params[i]] = Value::undefined(cat("parameter '", m->params[i], "' was not provided"));
     }
-    if (m->uses_varargs) scope->vars["varargs"] = make_list(extra, "varargs");
-    if (m->uses_kwargs) scope->vars["kwargs"] = Value(std::move(kwargs));
+    if (m->uses_varargs) scope->vars["varargs"] = tuple_of(extra, "varargs");
+    if (m->uses_kwargs) scope->vars["kwargs"] = make_dict(kwargs, "macro keyword argument");
     if (m->uses_caller && !scope->vars.count("caller"))
       scope->vars["caller"] = Value::undefined(cat("No caller defined for macro '", name, "'"));
     if (++depth_ > kMaxDepth) {
@@ -214,7 +215,11 @@ Renderer::Flow Renderer::exec_stmt(const Stmt& st, const ScopePtr& s, std::strin
 }
 
 Renderer::Flow Renderer::exec_for(const Stmt& st, const ScopePtr& s, std::string& out) {
-  Value iterable = eval(*st.expr, s);
+  return run_for(st, s, out, eval(*st.expr, s), 1);
+}
+
+Renderer::Flow Renderer::run_for(const Stmt& st, const ScopePtr& s, std::string& out, const Value& iterable,
+                                 int64_t depth) {
   std::vector<Value> items;
   try {
     items = iterate(iterable);
@@ -237,6 +242,18 @@ Renderer::Flow Renderer::exec_for(const Stmt& st, const ScopePtr& s, std::string
   }
   if (items.empty()) return exec(st.else_body, s, out);
   const int64_t n = static_cast<int64_t>(items.size());
+  // loop.changed(*values) compares with the values of its previous call, across iterations.
+  auto last_changed = std::make_shared<std::optional<std::vector<Value>>>();
+  Value recurse;
+  if (st.recursive)
+    recurse = Value::callable("loop", [this, &st, s, depth](CallArgs& args) -> Value {
+      if (args.pos.size() != 1 || !args.kw.empty())
+        throw EvalError("TypeError: loop() takes exactly one argument: the items to recurse into");
+      if (depth >= kMaxDepth) throw EvalError(cat("RecursionError: recursive loop deeper than ", kMaxDepth));
+      std::string buf;
+      run_for(st, s, buf, args.pos[0], depth + 1);
+      return Value(std::move(buf));
+    });
   for (int64_t i = 0; i < n; ++i) {
     auto scope = std::make_shared<Scope>();
     scope->parent = s;
@@ -255,14 +272,23 @@ Renderer::Flow Renderer::exec_for(const Stmt& st, const ScopePtr& s, std::string
     a["first"] = Value(i == 0);
     a["last"] = Value(i == n - 1);
     a["length"] = Value(n);
-    a["depth"] = Value(1);
-    a["depth0"] = Value(0);
+    a["depth"] = Value(depth);
+    a["depth0"] = Value(depth - 1);
     a["previtem"] = i > 0 ? items[i - 1] : Value::undefined("there is no previous item");
     a["nextitem"] = i + 1 < n ? items[i + 1] : Value::undefined("there is no next item");
     a["cycle"] = Value::callable("loop.cycle", [i](CallArgs& args) -> Value {
       if (args.pos.empty()) throw EvalError("TypeError: no items for cycling given");
       return args.pos[static_cast<size_t>(i) % args.pos.size()];
     });
+    a["changed"] = Value::callable("loop.changed", [last_changed](CallArgs& args) -> Value {
+      const auto& prev = *last_changed;
+      bool same = prev && prev->size() == args.pos.size() &&
+                  std::equal(prev->begin(), prev->end(), args.pos.begin(), equals);
+      if (same) return Value(false);
+      *last_changed = args.pos;
+      return Value(true);
+    });
+    if (st.recursive) loop->call = recurse.fn();
     scope->vars["loop"] = Value::object(loop);
     Flow f = exec(st.body, scope, out);
     if (f == Flow::Break) break;
@@ -307,6 +333,7 @@ bool Renderer::test(const std::string& name, const Value& v, const CallArgs& arg
 
 Value Renderer::call_value(const Value& callee, CallArgs& args) {
   if (callee.is_undefined()) fail_undefined(callee);
+  if (callee.is_object() && callee.obj()->call) return callee.obj()->call->fn(args);
   if (!callee.is_callable()) throw EvalError(cat("TypeError: '", type_name(callee), "' object is not callable"));
   return callee.fn()->fn(args);
 }
@@ -333,16 +360,17 @@ Value Renderer::eval_inner(const Expr& e, const ScopePtr& s) {
     case ExprKind::Tuple: {
       std::vector<Value> items;
       for (const auto& it : e.items) items.push_back(eval(*it, s));
+      if (e.kind == ExprKind::Tuple) return tuple_of(items, "tuple literal");
       return make_list(items, "list literal");
     }
     case ExprKind::Dict: {
-      Json obj = Json::object();
+      std::vector<std::pair<std::string, Value>> members;
       for (size_t i = 0; i + 1 < e.items.size(); i += 2) {
         Value k = eval(*e.items[i], s);
         if (!k.is_string()) throw EvalError("dict literal keys must be strings, got " + type_name(k));
-        obj[k.str()] = eval(*e.items[i + 1], s).to_json("dict literal");
+        members.emplace_back(k.str(), eval(*e.items[i + 1], s));
       }
-      return Value(std::move(obj));
+      return make_dict(members, "dict literal");
     }
     case ExprKind::Getattr: return get_attr(eval(*e.a, s), e.name);
     case ExprKind::Getitem: return get_item(eval(*e.a, s), eval(*e.b, s));

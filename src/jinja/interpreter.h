@@ -39,6 +39,8 @@ class Renderer {
   Flow exec(const Body& body, const ScopePtr& s, std::string& out);
   Flow exec_stmt(const Stmt& st, const ScopePtr& s, std::string& out);
   Flow exec_for(const Stmt& st, const ScopePtr& s, std::string& out);
+  // One (possibly recursive, depth >= 1) run of a for loop over `iterable`.
+  Flow run_for(const Stmt& st, const ScopePtr& s, std::string& out, const Value& iterable, int64_t depth);
   void assign(const Expr& target, const Value& v, Scope& s);
   Value eval_inner(const Expr& e, const ScopePtr& s);
   CallArgs eval_args(const Expr& e, const ScopePtr& s);

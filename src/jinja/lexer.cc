@@ -269,7 +269,7 @@ class Lexer {
       if (frac || expo) {
         std::string t;
         for (size_t i = start; i < q; ++i) if (src_[i] != '_') t += src_[i];
-        Token tok{Tok::Float, t, line_, 0, std::strtod(t.c_str(), nullptr)};
+        Token tok{Tok::Float, t, line_, 0, 0, std::strtod(t.c_str(), nullptr)};
         out_.push_back(tok);
         pos_ = q;
         return;
@@ -296,8 +296,10 @@ class Lexer {
     for (size_t i = start + (base == 10 ? 0 : 2); i < q; ++i) if (src_[i] != '_') t += src_[i];
     errno = 0;
     unsigned long long v = std::strtoull(t.c_str(), nullptr, base);
-    if (errno == ERANGE || v > static_cast<unsigned long long>(INT64_MAX)) fail("integer literal too large: " + t);
-    Token tok{Tok::Integer, src_.substr(start, q - start), line_, static_cast<int64_t>(v), 0};
+    // Past 2^64-1 qinfer has no exact integer: refused rather than rounded.
+    if (errno == ERANGE) fail("integer literal too large (qinfer's template integers stop at 2**64-1): " + t);
+    const bool big = v > static_cast<unsigned long long>(INT64_MAX);
+    Token tok{Tok::Integer, src_.substr(start, q - start), line_, big ? 0 : static_cast<int64_t>(v), big ? v : 0, 0};
     out_.push_back(tok);
     pos_ = q;
   }

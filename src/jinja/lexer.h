@@ -17,6 +17,7 @@ struct Token {
   std::string text;  // Data / Name / String (unescaped) / Op
   int line = 0;
   int64_t ival = 0;
+  uint64_t uval = 0;  // Integer past INT64_MAX (then ival is 0 and uval != 0)
   double fval = 0;
 };
 

@@ -181,7 +181,7 @@ class Parser {
     expect_name("in");
     s->expr = parse_tuple(false, false, {"recursive"}, false);
     if (skip_name("if")) s->cond = parse_expression(true);
-    if (is_name("recursive")) fail("recursive for loops are not supported");
+    s->recursive = skip_name("recursive");
     ++loop_depth_;
     s->body = parse_statements({"endfor", "else"}, false);
     --loop_depth_;
@@ -526,7 +526,7 @@ class Parser {
       node->value = Value(std::move(s));
     } else if (t.type == Tok::Integer) {
       node = make(ExprKind::Const, t.line);
-      node->value = Value(t.ival);
+      node->value = t.uval ? Value(Json(t.uval)) : Value(t.ival);
       next();
     } else if (t.type == Tok::Float) {
       node = make(ExprKind::Const, t.line);

@@ -289,6 +289,15 @@ std::string lower(const std::string& s) {
   return icu_case(s, false);
 }
 
+std::string casefold(const std::string& s) {
+  if (ascii_only(s)) return lower(s);
+  icu::UnicodeString u = icu::UnicodeString::fromUTF8(s);
+  u.foldCase(U_FOLD_CASE_DEFAULT);  // full folding, as Python: "ß" -> "ss"
+  std::string out;
+  u.toUTF8String(out);
+  return out;
+}
+
 static bool is_cased(char32_t c) { return u_hasBinaryProperty(static_cast<UChar32>(c), UCHAR_CASED); }
 
 std::string capitalize(const std::string& s) {

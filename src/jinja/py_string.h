@@ -36,6 +36,7 @@ int64_t count(const std::string& s, const std::string& sub, std::optional<int64_
 
 std::string upper(const std::string& s);
 std::string lower(const std::string& s);
+std::string casefold(const std::string& s);  // str.casefold(): full Unicode case folding
 std::string capitalize(const std::string& s);
 std::string title(const std::string& s);     // Python str.title()
 std::string swapcase(const std::string& s);

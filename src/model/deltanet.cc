@@ -51,6 +51,11 @@ void deltanet_forward(const TextConfig& tc, const DeltaNetWeights& w, int cache_
         for (int64_t j = 0; j < K; ++j) rows[j] = input(t + j - KS);
         ops::conv_silu(rows.data(), K, w.conv_t.data(), conv_dim, c0, c1, act + (sp.begin + t) * conv_dim);
       }
+      if (sp.keep_states) {   // [old state; inputs] for SequenceState::rollback
+        float* keep_rows = sp.state->delta(cache_index).spec_conv.data();
+        for (int64_t r = 0; r < KS + sp.n; ++r)
+          std::memcpy(keep_rows + r * conv_dim + c0, input(r - KS) + c0, (c1 - c0) * sizeof(float));
+      }
       // New conv state: the last KS inputs of [state; new tokens].
       std::vector<float> keep(KS * (c1 - c0));
       for (int64_t r = 0; r < KS; ++r) {
@@ -103,8 +108,27 @@ void deltanet_forward(const TextConfig& tc, const DeltaNetWeights& w, int cache_
       io.o = o + sp.begin * vdim + h * dv;
       io.o_stride = vdim;
       io.S = sp.state->delta(cache_index).ssm.data() + h * dk * dv;
-      if (sp.n == 1) ops::delta_rule_recurrent(io);
-      else ops::delta_rule_chunked(io, 64);
+      if (sp.keep_states) {
+        // Token by token (as decode runs it), keeping the state after each token but the last.
+        float* kept = sp.state->delta(cache_index).spec_ssm.data() + h * dk * dv;
+        const int64_t ssm_size = nv * dk * dv;
+        ops::DeltaRuleIO one = io;
+        one.T = 1;
+        for (int64_t t = 0; t < sp.n; ++t) {
+          one.q = io.q + t * conv_dim;
+          one.k = io.k + t * conv_dim;
+          one.v = io.v + t * conv_dim;
+          one.g = io.g + t * nv;
+          one.beta = io.beta + t * nv;
+          one.o = io.o + t * vdim;
+          ops::delta_rule_recurrent(one);
+          if (t + 1 < sp.n) std::memcpy(kept + t * ssm_size, io.S, dk * dv * sizeof(float));
+        }
+      } else if (sp.n == 1) {
+        ops::delta_rule_recurrent(io);
+      } else {
+        ops::delta_rule_chunked(io, 64);
+      }
     }
   });
 

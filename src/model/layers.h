@@ -21,6 +21,7 @@ struct Span {
   // always follow the token index pos0 + t.
   const int64_t* mrope_pos = nullptr;
   int64_t rope_delta = 0;
+  bool keep_states = false;   // DeltaNet: keep the per-token states for SequenceState::rollback
 };
 
 // Gated DeltaNet token mixer: U [N][H] (normed input) -> out [N][H].

@@ -1,5 +1,6 @@
 #include "model/linear.h"
 
+#include <cmath>
 #include <cstring>
 #include <functional>
 
@@ -13,6 +14,30 @@ void Linear::apply(const float* X, int64_t n, float* Y) const {
   if (n <= 0) return;
   if (gptq) ops::matmul(*gptq, X, n, Y);
   else ops::matmul(dense, X, n, Y);
+}
+
+Linear row_prefix(const Linear& l, int64_t rows) {
+  if (l.gptq) fail("row_prefix: a GPTQ matrix has no row-prefix view");
+  if (rows < 1 || rows > l.rows) fail("row_prefix: ", rows, " rows of a ", l.rows, "-row matrix");
+  Linear v;
+  v.rows = rows;
+  v.cols = l.cols;
+  v.dense.type = l.dense.type;
+  v.dense.rows = rows;
+  v.dense.cols = l.dense.cols;
+  v.dense.data = l.dense.weights();   // rows are contiguous: the first `rows` of them
+  if (!l.dense.row_scale.empty())
+    v.dense.row_scale.assign(l.dense.row_scale.begin(), l.dense.row_scale.begin() + rows);
+  return v;
+}
+
+Linear to_int8(const Linear& l) {
+  if (l.gptq) fail("to_int8: a GPTQ matrix is not re-encoded");
+  Linear q;
+  q.rows = l.rows;
+  q.cols = l.cols;
+  q.dense = ops::dense_to_q8(l.dense);
+  return q;
 }
 
 size_t Linear::bytes() const {
@@ -64,6 +89,9 @@ std::vector<float> WeightReader::floats(const std::string& name, const std::vect
   const int64_t n = t.numel();
   std::vector<float> out(n);
   to_f32(t.dtype, t.data, n, out.data());
+  // Norm weights, conv kernels, A_log, dt_bias: one NaN here turns every output into NaN.
+  for (int64_t i = 0; i < n; ++i)
+    if (!std::isfinite(out[i])) fail(t.file, ": tensor ", name, ": element ", i, " is not finite (", out[i], ")");
   return out;
 }
 

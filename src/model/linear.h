@@ -25,6 +25,12 @@ struct Linear {
   size_t bytes() const;
 };
 
+// A view of the first `rows` output rows of a dense Linear (borrows its weights; the
+// int8 form copies the row scales). Error for GPTQ matrices.
+Linear row_prefix(const Linear& l, int64_t rows);
+// An int8 (per-row scale) copy of a dense Linear, as --dense int8 makes. Error for GPTQ.
+Linear to_int8(const Linear& l);
+
 // n values of a float tensor (F32, BF16 or F16 bytes at p, any alignment) widened to fp32.
 void to_f32(DType dtype, const uint8_t* p, int64_t n, float* out);
 

@@ -64,14 +64,14 @@ void check_tokens(const char* what, size_t step, const int* tokens, int64_t n, i
 // Final norm and lm_head: all rows of all_logits steps straight into their
 // buffers; the last rows of the other steps batched together in one product.
 struct Out {
-  float* logits;
+  float* logits;   // null: no lm_head for this step
   bool all;
   float* hidden;   // optional [n][H] normed hidden states
 };
 
 void head(const TextConfig& tc, const std::vector<float>& norm, const model::Linear& lm_head, const float* X,
           const std::vector<model::Span>& spans, const std::vector<Out>& outs, std::vector<float>* all_hidden) {
-  const int64_t H = tc.hidden_size, V = tc.vocab_size;
+  const int64_t H = tc.hidden_size, V = lm_head.rows;   // a draft head may score a prefix of the vocabulary
   const float eps = static_cast<float>(tc.rms_norm_eps);
   const int64_t N = spans.back().begin + spans.back().n;
   std::vector<float> hn(N * H);
@@ -89,6 +89,7 @@ void head(const TextConfig& tc, const std::vector<float>& norm, const model::Lin
   std::vector<size_t> last_steps;
   for (size_t s = 0; s < spans.size(); ++s) {
     const auto& sp = spans[s];
+    if (!outs[s].logits) continue;   // the MTP hidden only
     if (outs[s].all) {
       lm_head.apply(hn.data() + sp.begin * H, sp.n, outs[s].logits);
     } else {
@@ -167,6 +168,8 @@ void Model::validate(const std::vector<Step>& steps) const {
     if (!st.state) fail("forward: step ", s, " has no sequence state");
     if (!st.tokens || st.n_tokens < 1) fail("forward: step ", s, " has no tokens (n_tokens = ", st.n_tokens, ")");
     if (!st.logits) fail("forward: step ", s, " has no logits buffer");
+    if (st.keep_states && st.n_tokens > kMaxVerifyTokens)
+      fail("forward: step ", s, " keeps per-token states for ", st.n_tokens, " tokens; at most ", kMaxVerifyTokens);
     if (!seen.insert(st.state).second) fail("forward: step ", s, " uses a sequence state that another step also uses");
     if (!(st.state->shape() == shape))
       fail("forward: step ", s, " has a sequence state made by a different model");
@@ -181,7 +184,8 @@ void Model::forward_batch(const std::vector<Step>& steps, ForwardTrace* trace) {
   std::vector<Out> outs;
   int64_t N = 0;
   for (const Step& st : steps) {
-    spans.push_back({st.state, N, st.n_tokens, st.state->n_tokens(), st.mrope_pos, st.rope_delta});
+    spans.push_back({st.state, N, st.n_tokens, st.state->n_tokens(), st.mrope_pos, st.rope_delta, st.keep_states});
+    st.state->begin_verify(st.keep_states ? st.n_tokens : 0);
     outs.push_back({st.logits, st.all_logits, st.hidden});
     N += st.n_tokens;
   }
@@ -229,13 +233,37 @@ void Model::forward_mtp(const std::vector<MtpStep>& steps) {
   for (size_t s = 0; s < steps.size(); ++s) {
     const MtpStep& st = steps[s];
     if (!st.state || !(st.state->shape() == shape)) fail("forward_mtp: step ", s, " has no (or a foreign) sequence state");
-    if (!st.next_tokens || !st.hidden || st.n < 1 || !st.logits) fail("forward_mtp: step ", s, " is missing tokens, hidden states or logits");
+    if (!st.next_tokens || !st.hidden || st.n < 1) fail("forward_mtp: step ", s, " is missing tokens or hidden states");
     if (!seen.insert(st.state).second) fail("forward_mtp: step ", s, " reuses a sequence state");
     const int64_t pos0 = st.state->mtp_tokens();
     check_tokens("forward_mtp", s, st.next_tokens, st.n, pos0, V, max_context());
     spans.push_back({st.state, N, st.n, pos0});
     outs.push_back({st.logits, st.all_logits, st.out_hidden});
     N += st.n;
+  }
+  const int64_t limit = steps[0].vocab_limit;
+  for (size_t s = 0; s < steps.size(); ++s)
+    if (steps[s].vocab_limit != limit || limit < 0 || limit > V)
+      fail("forward_mtp: step ", s, " has vocab_limit ", steps[s].vocab_limit, "; every step of a call needs the same, in 0..", V);
+  const bool int8 = steps[0].int8_head;
+  for (size_t s = 0; s < steps.size(); ++s)
+    if (steps[s].int8_head != int8) fail("forward_mtp: step ", s, " differs from step 0 in int8_head");
+  const model::Linear* lm = &w_->lm_head;
+  const bool requant = int8 && w_->lm_head.dense.type != ops::WType::Q8;
+  if ((limit > 0 && limit < V) || requant) {
+    const int64_t rows = limit > 0 ? limit : V;
+    if (!draft_head_ || draft_head_->rows != rows || draft_head_int8_ != int8) {
+      model::Linear h = model::row_prefix(w_->lm_head, rows);
+      if (requant) {
+        const double t0 = now_seconds();
+        h = model::to_int8(h);
+        log_info("MTP drafts: int8 copy of lm_head rows 0..", rows - 1, " (", h.bytes() >> 20, " MiB) made in ",
+                 now_seconds() - t0, " s");
+      }
+      draft_head_ = std::make_unique<model::Linear>(std::move(h));
+      draft_head_int8_ = int8;
+    }
+    lm = draft_head_.get();
   }
   const model::MtpWeights& m = *w_->mtp;
   const float eps = static_cast<float>(tc.rms_norm_eps);
@@ -254,7 +282,21 @@ void Model::forward_mtp(const std::vector<MtpStep>& steps) {
   for (const auto& sp : spans) caches.push_back(&sp.state->mtp_kv(0));
   model::decoder_layer(tc, m.layer, w_->inv_freq.data(), X.data(), N, spans, caches, nullptr, *arena_);
   for (const auto& sp : spans) sp.state->advance_mtp(sp.n);
-  head(tc, m.norm, w_->lm_head, X.data(), spans, outs, nullptr);
+  // Only the steps that want logits (or the MTP hidden) go through the head.
+  std::vector<model::Span> hs;
+  std::vector<Out> ho;
+  std::vector<float> hx;
+  int64_t hn = 0;
+  for (size_t s = 0; s < spans.size(); ++s) {
+    if (!outs[s].logits && !outs[s].hidden) continue;
+    const model::Span& sp = spans[s];
+    hx.insert(hx.end(), X.begin() + sp.begin * H, X.begin() + (sp.begin + sp.n) * H);
+    hs.push_back({sp.state, hn, sp.n, sp.pos0});
+    ho.push_back(outs[s]);
+    hn += sp.n;
+  }
+  if (hs.empty()) return;
+  head(tc, m.norm, *lm, hx.data(), hs, ho, nullptr);
 }
 
 }  // namespace qinfer

@@ -32,6 +32,7 @@ struct ForwardTrace {
 
 namespace model {
 struct ModelWeights;
+struct Linear;
 class Arena;
 }  // namespace model
 namespace vision {
@@ -57,6 +58,8 @@ class Model {
     bool all_logits = false;              // false: only the last token's row
     float* hidden = nullptr;              // optional [n_tokens][hidden]: post-final-norm hidden states
                                           // (the MTP head's input)
+    bool keep_states = false;             // speculative verify (n_tokens <= kMaxVerifyTokens): keep the
+                                          // DeltaNet state after every token for SequenceState::rollback
     // Images (see vision/mm_prompt.h): embed_rows[t], when not null, replaces token
     // t's embedding (a merger row of encode_images); mrope_pos [n_tokens][3] gives the
     // (t, h, w) rotary positions; without it token t rotates at position
@@ -65,6 +68,7 @@ class Model {
     const int64_t* mrope_pos = nullptr;
     int64_t rope_delta = 0;
   };
+  static constexpr int64_t kMaxVerifyTokens = 16;
   // Runs all steps as one batched call: the tokens of all sequences go through
   // each weight product together; the sequence-dependent work (attention over its
   // cache, delta rule) runs per sequence. Each state may appear at most once.
@@ -85,9 +89,15 @@ class Model {
     const int* next_tokens = nullptr;
     const float* hidden = nullptr;        // [n][hidden]
     int64_t n = 0;
-    float* logits = nullptr;              // [n or 1][vocab] draft logits
+    float* logits = nullptr;              // [n or 1][vocab] draft logits; null: none (the MTP cache
+                                          // is only brought up to date, the lm_head is not read)
     bool all_logits = false;
     float* out_hidden = nullptr;          // optional [n][hidden]: MTP output after mtp.norm
+    int64_t vocab_limit = 0;              // > 0: logits over token ids 0..vocab_limit-1 only (rows of
+                                          // that length; a cheaper draft lm_head); the same in every step
+    bool int8_head = false;               // score with an int8 copy of the lm_head (per-row scale, made on
+                                          // first use; the lm_head itself when it is int8 already); the same
+                                          // in every step
   };
   void forward_mtp(const std::vector<MtpStep>& steps);
 
@@ -108,6 +118,8 @@ class Model {
   ModelConfig config_;
   std::unique_ptr<model::ModelWeights> w_;
   std::unique_ptr<model::Arena> arena_;   // forward() scratch, kept between calls
+  std::unique_ptr<model::Linear> draft_head_;   // lm_head rows 0..vocab_limit-1 (MtpStep::vocab_limit),
+  bool draft_head_int8_ = false;                // int8 when MtpStep::int8_head
   std::unique_ptr<vision::VisionTower> vision_;
 };
 

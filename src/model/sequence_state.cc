@@ -51,6 +51,13 @@ void KvCache::clear() {
   chunk_size_ = chunk_used_ = bytes_ = 0;
 }
 
+void KvCache::attach(const float* k, const float* v) {
+  // Attached blocks come first (a restored prefix), before any block of the cache's own.
+  if (!chunks_.empty()) fail("KvCache::attach: the cache already holds blocks of its own");
+  k_.push_back(const_cast<float*>(k));
+  v_.push_back(const_cast<float*>(v));
+}
+
 void KvCache::copy_from(const KvCache& o, int64_t tokens) {
   width_ = o.width_;
   clear();
@@ -73,8 +80,10 @@ SequenceState::SequenceState(const StateShape& shape) : shape_(shape) {
 
 void SequenceState::reset() {
   seen_ = 0;
+  verify_n_ = 0;
   mtp_seen_ = 0;
   for (auto& c : kv_) c.clear();
+  held_.clear();
   for (auto& c : mtp_kv_) c.clear();
   for (auto& d : delta_) {
     std::fill(d.conv.begin(), d.conv.end(), 0.0f);
@@ -90,6 +99,33 @@ size_t SequenceState::memory_bytes() const {
   return n;
 }
 
+void SequenceState::begin_verify(int64_t n) {
+  verify_n_ = n > 0 ? n : 0;
+  if (n <= 0) return;
+  for (auto& d : delta_) {
+    d.spec_ssm.resize(static_cast<size_t>((n - 1) * shape_.ssm_size));
+    d.spec_conv.resize(static_cast<size_t>((shape_.conv_rows + n) * shape_.conv_dim));
+  }
+}
+
+void SequenceState::rollback(int64_t keep) {
+  if (verify_n_ < 1) fail("rollback: the sequence has no pending verify step (Model::Step::keep_states)");
+  if (keep < 1 || keep > verify_n_)
+    fail("rollback: keep ", keep, " tokens is outside 1..", verify_n_, " (the verify step's tokens)");
+  const int64_t drop = verify_n_ - keep;
+  if (drop > 0) {
+    seen_ -= drop;
+    const size_t ss = static_cast<size_t>(shape_.ssm_size), cd = static_cast<size_t>(shape_.conv_dim);
+    const size_t rows = static_cast<size_t>(shape_.conv_rows);
+    for (auto& d : delta_) {
+      std::memcpy(d.ssm.data(), d.spec_ssm.data() + (keep - 1) * ss, ss * sizeof(float));
+      // [old conv rows; inputs 0..n-1]: the state after input keep-1 is rows keep .. keep+rows-1.
+      std::memcpy(d.conv.data(), d.spec_conv.data() + keep * cd, rows * cd * sizeof(float));
+    }
+  }
+  verify_n_ = 0;
+}
+
 std::unique_ptr<SequenceState> SequenceState::clone() const {
   auto s = std::make_unique<SequenceState>(shape_);
   s->seen_ = seen_;
@@ -97,6 +133,7 @@ std::unique_ptr<SequenceState> SequenceState::clone() const {
   for (size_t i = 0; i < kv_.size(); ++i) s->kv_[i].copy_from(kv_[i], seen_);
   for (size_t i = 0; i < mtp_kv_.size(); ++i) s->mtp_kv_[i].copy_from(mtp_kv_[i], mtp_seen_);
   s->delta_ = delta_;
+  s->verify_n_ = verify_n_;
   return s;
 }
 

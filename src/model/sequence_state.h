@@ -29,6 +29,11 @@ class KvCache {
   const float* v(int64_t pos) const { return v_[pos / kBlockTokens] + (pos % kBlockTokens) * width_; }
   size_t bytes() const { return bytes_; }   // memory held, with unused chunk space
   void copy_from(const KvCache& o, int64_t tokens);
+  // Appends a block whose rows lie in memory owned elsewhere (model/state_copy.h: a
+  // prefix-cache block, shared read-only; the owner is kept alive by SequenceState::hold).
+  // The forward pass only writes rows at or past the sequence's position, so an attached
+  // block below it is never written.
+  void attach(const float* k, const float* v);
 
  private:
   struct Free {
@@ -44,6 +49,10 @@ class KvCache {
 struct DeltaNetState {
   std::vector<float> conv;  // [kernel-1][conv_dim], oldest first (pre-conv, pre-SiLU inputs)
   std::vector<float> ssm;   // [value heads][key dim][value dim]
+  // Kept by a speculative verify step of n tokens (Model::Step::keep_states) so that
+  // SequenceState::rollback can keep any prefix exactly, without re-running anything:
+  std::vector<float> spec_ssm;   // [n-1][ssm size]: the recurrent state after tokens 0..n-2
+  std::vector<float> spec_conv;  // [kernel-1 + n][conv_dim]: the conv state before the step, then its n inputs
 };
 
 struct StateShape {
@@ -63,23 +72,40 @@ class SequenceState {
   void reset();                                  // back to an empty sequence; frees the KV blocks
   size_t memory_bytes() const;                   // bytes held by all caches
   std::unique_ptr<SequenceState> clone() const;  // deep copy (snapshots, prefix reuse)
+  // Keeps `owner` alive until reset() or destruction (the memory of attached KV blocks).
+  void hold(std::shared_ptr<const void> owner) { held_.push_back(std::move(owner)); }
 
   // Used by the forward pass.
   const StateShape& shape() const { return shape_; }
   KvCache& kv(int full_layer) { return kv_[full_layer]; }
   KvCache& mtp_kv(int i) { return mtp_kv_[i]; }
   DeltaNetState& delta(int linear_layer) { return delta_[linear_layer]; }
+  const KvCache& kv(int full_layer) const { return kv_[full_layer]; }
+  const DeltaNetState& delta(int linear_layer) const { return delta_[linear_layer]; }
   void advance(int64_t n) { seen_ += n; }
   int64_t mtp_tokens() const { return mtp_seen_; }
   void advance_mtp(int64_t n) { mtp_seen_ += n; }
   // Speculative decoding: later MTP rows overwrite the cache from this position on.
   void rewind_mtp(int64_t n) { mtp_seen_ = n < mtp_seen_ ? (n < 0 ? 0 : n) : mtp_seen_; }
 
+  // Speculative verification. begin_verify(n) is called by the forward pass for a
+  // keep_states step of n tokens (it sizes the per-token buffers of every DeltaNet
+  // layer); rollback(keep) then keeps only the first `keep` (1..n) of those tokens:
+  // the position goes back (KV rows past it are overwritten by later calls) and each
+  // DeltaNet layer's conv and recurrent states become those after token keep-1, copied
+  // from what the verify pass kept. Throws Error when no verify step is pending or keep
+  // is out of range. Any later forward() ends the pending verify step.
+  void begin_verify(int64_t n);
+  void rollback(int64_t keep);
+  int64_t verify_tokens() const { return verify_n_; }   // 0: none pending
+
  private:
   StateShape shape_;
   int64_t seen_ = 0, mtp_seen_ = 0;
+  int64_t verify_n_ = 0;   // tokens of the pending keep_states step
   std::vector<KvCache> kv_, mtp_kv_;
   std::vector<DeltaNetState> delta_;
+  std::vector<std::shared_ptr<const void>> held_;   // owners of attached KV blocks
 };
 
 }  // namespace qinfer

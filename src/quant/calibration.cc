@@ -9,6 +9,7 @@
 #include "jinja/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "util/json_parse.h"
 #include "util/log.h"
 
 namespace qinfer::quant {
@@ -88,9 +89,9 @@ class Source {
       const std::string where = path_ + ":" + std::to_string(line_no_);
       nlohmann::json j;
       try {
-        j = nlohmann::json::parse(line);
-      } catch (const std::exception& e) {
-        fail(where, ": not a JSON object: ", e.what());
+        j = parse_json(line, where);
+      } catch (const JsonError& e) {
+        fail(e.what(), " (each line must be a JSON object)");  // e.what() starts with file:line
       }
       if (!j.is_object()) fail(where, ": not a JSON object");
       ids->clear();

@@ -410,15 +410,7 @@ QuantizeReport quantize_checkpoint(const QuantizeOptions& opt) {
   rep.bytes_written = writer.finish();
 
   // config.json with quantization_config, quantize_config.json, tokenizer files.
-  nlohmann::json config;
-  {
-    std::ifstream f(fs::path(opt.model_dir) / "config.json");
-    try {
-      config = nlohmann::json::parse(f);
-    } catch (const std::exception& e) {
-      fail(opt.model_dir, "/config.json: ", e.what());
-    }
-  }
+  nlohmann::json config = read_json_file((fs::path(opt.model_dir) / "config.json").string());
   rep.seconds = now_seconds() - t0;
   const nlohmann::json qc = quantization_config(opt, rep, skipped);
   config["quantization_config"] = qc;

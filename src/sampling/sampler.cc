@@ -134,7 +134,7 @@ void Sampler::apply_top_p(float mx) {
   cand_.erase(keep, cand_.end());
 }
 
-int32_t Sampler::sample_random(const float* x, float mx) {
+int32_t Sampler::sample_random(const float* x, float mx, int32_t draft, bool* accepted) {
   const size_t V = size_t(vocab_);
   const float inv_t = 1.0f / params_.temperature;
 
@@ -167,8 +167,27 @@ int32_t Sampler::sample_random(const float* x, float mx) {
   }
   if (params_.top_p < 1.0f && cand_.size() > 1) apply_top_p(mx);
 
-  double total = 0.0;
-  for (const auto& c : cand_) total += c.weight;
+  double total = 0.0, draft_w = 0.0;
+  for (const auto& c : cand_) {
+    total += c.weight;
+    if (c.token == draft) draft_w = c.weight;
+  }
+  if (draft >= 0) {
+    // Accept with probability p(draft); else sample from p with the draft removed.
+    if (uniform01() * total < draft_w) {
+      *accepted = true;
+      return draft;
+    }
+    if (draft_w > 0.0) {
+      cand_.erase(std::remove_if(cand_.begin(), cand_.end(), [&](const Candidate& c) { return c.token == draft; }),
+                  cand_.end());
+      total -= draft_w;
+      if (cand_.empty() || !(total > 0.0)) {   // p was (numerically) all on the draft
+        *accepted = true;
+        return draft;
+      }
+    }
+  }
   const double u = uniform01() * total;
   double acc = 0.0;
   for (const auto& c : cand_) {
@@ -179,6 +198,10 @@ int32_t Sampler::sample_random(const float* x, float mx) {
 }
 
 SampleResult Sampler::sample(std::span<const float> logits, const uint64_t* allowed) {
+  return verify_draft(logits, -1, allowed);
+}
+
+SampleResult Sampler::verify_draft(std::span<const float> logits, int32_t draft, const uint64_t* allowed) {
   const size_t V = size_t(vocab_);
   if (logits.size() < V)
     fail("sampler: logits row has ", logits.size(), " entries, expected at least ", vocab_);
@@ -214,8 +237,9 @@ SampleResult Sampler::sample(std::span<const float> logits, const uint64_t* allo
       res.token = int32_t(std::max_element(x, x + V) - x);
     }
   } else {
-    res.token = sample_random(x, x == raw ? raw_max : *std::max_element(x, x + V));
+    res.token = sample_random(x, x == raw ? raw_max : *std::max_element(x, x + V), draft, &res.draft_accepted);
   }
+  if (params_.greedy()) res.draft_accepted = draft >= 0 && res.token == draft;
 
   if (params_.top_logprobs >= 0) {
     double sum = 0.0;

@@ -28,6 +28,7 @@ struct SampleResult {
   float logprob = 0.0f;            // the chosen token's raw logprob
   int32_t rank = 0;                // 1 + number of tokens with a larger raw logprob
   std::vector<TokenLogprob> top;   // top_logprobs entries, most likely first (lower id on ties)
+  bool draft_accepted = false;     // sample() given a draft token: whether it was kept
 };
 
 class Sampler {
@@ -44,6 +45,15 @@ class Sampler {
   // those of the unmodified row.
   SampleResult sample(std::span<const float> logits, const uint64_t* allowed = nullptr);
 
+  // Speculative verification of a draft token that was chosen deterministically (the
+  // draft distribution q is one-hot on `draft`): greedy keeps it when it is the argmax;
+  // random sampling keeps it with probability p(draft) (= min(1, p/q)) under the same
+  // processed distribution p as sample() (penalties, temperature, min_p, top_k, top_p),
+  // and otherwise draws from norm(max(p - q, 0)) = p without the draft. The returned token
+  // is therefore distributed exactly as sample()'s. draft < 0: plain sample(). allowed: as
+  // for sample() (a draft outside the grammar mask has p = 0 and is always rejected).
+  SampleResult verify_draft(std::span<const float> logits, int32_t draft, const uint64_t* allowed = nullptr);
+
   // Records a token that was produced without sample() (e.g. forced), for the penalties.
   void record(int32_t token);
 
@@ -54,7 +64,7 @@ class Sampler {
   bool needs_work_copy() const;
   void apply_bias_and_penalties();
   void apply_mask(const uint64_t* allowed);
-  int32_t sample_random(const float* x, float max_logit);
+  int32_t sample_random(const float* x, float max_logit, int32_t draft, bool* accepted);
   void apply_top_p(float mx);
   double uniform01();
 

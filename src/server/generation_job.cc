@@ -1,6 +1,7 @@
 #include "server/generation_job.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "server/api_error.h"
 #include "server/metrics.h"
@@ -36,21 +37,62 @@ std::string GenerationJob::error_message() const {
   return {};
 }
 
+bool GenerationJob::check_deadline() {
+  if (timed_out_) return true;
+  if (cfg_.deadline <= 0 || now_seconds() < cfg_.deadline) return false;
+  bool all = std::all_of(choices_.begin(), choices_.end(), [](const JobChoice& x) { return x.done; });
+  if (all) return false;
+  timed_out_ = true;
+  log_warn("[", cfg_.record ? cfg_.record->id : cfg_.id, "] ", timeout_message());
+  cancel();
+  return true;
+}
+
+std::string GenerationJob::timeout_message() const {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", cfg_.timeout_s);
+  return std::string("request timed out after ") + buf + " s (--request-timeout); generation was stopped";
+}
+
 bool GenerationJob::take(size_t i, double wait_s, engine::GenEvent& ev) {
   JobChoice& c = choices_[i];
   if (c.done || !c.stream->take(ev, wait_s)) return false;
   c.tokens.insert(c.tokens.end(), ev.tokens.begin(), ev.tokens.end());
   c.text += ev.text;
+  c.cached_tokens = ev.cached_tokens;
+  if (!ev.prompt_logprobs.empty()) {
+    c.prompt_lp = ev.prompt_logprobs;
+    c.has_prompt_lp = true;
+  }
+  if (cfg_.record) cfg_.record->generation_tokens += static_cast<int64_t>(ev.tokens.size());
   if (!ttft_seen_ && ev.time_to_first_token >= 0 && metrics_) {
     ttft_seen_ = true;
     metrics_->observe_ttft(ev.time_to_first_token);
+  }
+  for (double t : ev.token_times) {
+    if (c.last_token_time >= 0 && metrics_) metrics_->observe_inter_token(t - c.last_token_time);
+    if (c.first_token_time < 0) c.first_token_time = t;
+    c.last_token_time = t;
   }
   if (ev.finished) {
     c.done = true;
     c.finish = ev;
     if (metrics_) metrics_->count_finish(engine::finish_reason_name(ev.reason));
     bool all = std::all_of(choices_.begin(), choices_.end(), [](const JobChoice& x) { return x.done; });
-    if (all && metrics_) metrics_->observe_latency(now_seconds() - start_);
+    if (all && metrics_ && !request_observed_) {
+      request_observed_ = true;
+      metrics_->observe_latency(now_seconds() - start_);
+      int64_t prompt = 0, generated = 0;
+      double first = -1, last = -1;
+      for (const auto& x : choices_) {
+        prompt += x.prompt_tokens;
+        generated += static_cast<int64_t>(x.tokens.size());
+        if (x.first_token_time >= 0 && (first < 0 || x.first_token_time < first)) first = x.first_token_time;
+        last = std::max(last, x.last_token_time);
+      }
+      metrics_->observe_request(prompt, generated, cfg_.n, cfg_.max_tokens);
+      if (first >= 0) metrics_->observe_decode_time(last - first);
+    }
   }
   return true;
 }
@@ -66,13 +108,14 @@ int64_t GenerationJob::reasoning_tokens(const JobChoice& c) const {
 }
 
 json GenerationJob::usage() const {
-  int64_t prompt = 0, completion = 0, reasoning = 0;
+  int64_t prompt = 0, completion = 0, reasoning = 0, cached = 0;
   for (const auto& c : choices_) {
     prompt += c.prompt_tokens;
+    if (c.prompt_tokens > 0) cached += c.cached_tokens;   // the choice that counts the shared prompt
     completion += static_cast<int64_t>(c.tokens.size());
     reasoning += reasoning_tokens(c);
   }
-  return usage_json(prompt, completion, cfg_.think_end_id >= 0 ? reasoning : -1);
+  return usage_json(prompt, completion, cfg_.think_end_id >= 0 ? reasoning : -1, cached);
 }
 
 bool GenerationJob::emit_chat(JobChoice& c, int index, const engine::GenEvent& ev, std::string& out) {
@@ -119,13 +162,18 @@ bool GenerationJob::emit_completion(JobChoice& c, int index, const engine::GenEv
     out += sse_event(chunk);
   };
   std::string text = ev.text;
+  bool first = !c.started;
   if (!c.started) {
     c.started = true;
     text = c.echo + text;
     c.text_offset = c.echo.size();
   }
   json lp = nullptr;
-  if (cfg_.logprobs && !ev.tokens.empty()) {
+  if (first && cfg_.echo_logprobs) {
+    lp = echo_completion_logprobs(cfg_.tokenizer, c.prompt_ids, c.prompt_lp, ev.tokens);
+    c.text_offset = 0;
+    for (const auto& s : lp["tokens"]) c.text_offset += s.get<std::string>().size();
+  } else if (cfg_.logprobs && !ev.tokens.empty()) {
     lp = completion_logprobs(cfg_.tokenizer, ev.tokens, c.text_offset);
     for (const auto& t : ev.tokens) c.text_offset += token_string(cfg_.tokenizer, t.token).size();
   }
@@ -152,6 +200,13 @@ bool GenerationJob::emit_completion(JobChoice& c, int index, const engine::GenEv
 bool GenerationJob::pump_stream(const std::function<bool(const std::string&)>& write, double wait_s) {
   if (done_written_) return false;
   std::string out;
+  if (check_deadline()) {
+    out += sse_event(ApiError(504, timeout_message(), "", "request_timeout").to_json());
+    out += kSseDone;
+    done_written_ = true;
+    write(out);
+    return false;
+  }
   bool waited = false;
   for (size_t i = 0; i < choices_.size(); ++i) {
     if (choices_[i].done) continue;
@@ -182,6 +237,7 @@ bool GenerationJob::pump_stream(const std::function<bool(const std::string&)>& w
 }
 
 bool GenerationJob::pump_collect(double wait_s) {
+  if (check_deadline()) return true;
   bool waited = false;
   for (size_t i = 0; i < choices_.size(); ++i) {
     if (choices_[i].done) continue;
@@ -209,7 +265,14 @@ json GenerationJob::final_response() const {
       ch["finish_reason"] = api_finish_reason(c.finish.reason, tools);
     } else {
       ch["text"] = c.echo + c.text;
-      ch["logprobs"] = cfg_.logprobs ? completion_logprobs(cfg_.tokenizer, c.tokens, c.echo.size()) : json(nullptr);
+      if (cfg_.echo_logprobs) {
+        ch["logprobs"] = echo_completion_logprobs(cfg_.tokenizer, c.prompt_ids, c.prompt_lp, c.tokens);
+      } else {
+        ch["logprobs"] = cfg_.logprobs ? completion_logprobs(cfg_.tokenizer, c.tokens, c.echo.size()) : json(nullptr);
+      }
+      if (cfg_.prompt_logprobs && !c.prompt_ids.empty()) {
+        ch["prompt_logprobs"] = prompt_logprobs_json(cfg_.tokenizer, c.prompt_ids, c.prompt_lp);
+      }
       ch["finish_reason"] = api_finish_reason(c.finish.reason, false);
       if (cfg_.return_token_ids) {
         json ids = json::array();
@@ -220,8 +283,12 @@ json GenerationJob::final_response() const {
     ch["stop_reason"] = stop_reason_json(c.finish, cfg_.eos_ids);
     choices.push_back(ch);
   }
-  return {{"id", cfg_.id}, {"object", cfg_.chat ? "chat.completion" : "text_completion"}, {"created", cfg_.created},
-          {"model", cfg_.model}, {"choices", choices}, {"usage", usage()}};
+  json out = {{"id", cfg_.id}, {"object", cfg_.chat ? "chat.completion" : "text_completion"},
+              {"created", cfg_.created}, {"model", cfg_.model}, {"choices", choices}, {"usage", usage()}};
+  if (cfg_.chat && cfg_.prompt_logprobs && !choices_.empty()) {
+    out["prompt_logprobs"] = prompt_logprobs_json(cfg_.tokenizer, choices_[0].prompt_ids, choices_[0].prompt_lp);
+  }
+  return out;
 }
 
 }  // namespace qinfer::server

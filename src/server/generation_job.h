@@ -11,6 +11,7 @@
 
 #include "engine/engine.h"
 #include "server/chat_output.h"
+#include "server/request_log.h"
 
 namespace qinfer::server {
 
@@ -26,7 +27,12 @@ struct JobChoice {
   engine::GenEvent finish;
   bool started = false, done = false;
   int64_t prompt_tokens = 0;
+  int64_t cached_tokens = 0;   // of the prompt, restored from the prefix cache (usage.prompt_tokens_details)
   size_t text_offset = 0;                // completions logprobs text_offset
+  std::vector<int> prompt_ids;           // for prompt_logprobs / echo logprobs
+  std::vector<engine::TokenOut> prompt_lp;
+  bool has_prompt_lp = false;
+  double first_token_time = -1, last_token_time = -1;  // now_seconds()
 };
 
 struct JobConfig {
@@ -41,6 +47,13 @@ struct JobConfig {
   std::vector<int> eos_ids;
   int think_end_id = -1;                 // count usage reasoning_tokens up to this id (-1: none)
   bool reasoning_closed = false;         // the prompt's forced prefix closed thinking: 0 reasoning tokens
+  bool prompt_logprobs = false;          // report prompt_logprobs (computed by the engine)
+  bool echo_logprobs = false;            // completions echo + logprobs: prompt tokens lead the logprobs
+  std::shared_ptr<RequestRecord> record; // token counts for the access log (may be null)
+  double deadline = 0;                   // now_seconds() after which the job is ended (0: none)
+  double timeout_s = 0;                  // for the message
+  int n = 1;                             // for the request metrics
+  int64_t max_tokens = -1;
 };
 
 class GenerationJob {
@@ -57,6 +70,10 @@ class GenerationJob {
   void cancel();
   bool failed() const;            // a choice ended with an engine error
   std::string error_message() const;
+  // Past the deadline and not finished: cancels everything (once) and returns true.
+  bool check_deadline();
+  bool timed_out() const { return timed_out_; }
+  std::string timeout_message() const;
 
  private:
   bool take(size_t i, double wait_s, engine::GenEvent& ev);
@@ -71,6 +88,8 @@ class GenerationJob {
   double start_;
   bool done_written_ = false;
   bool ttft_seen_ = false;
+  bool timed_out_ = false;
+  bool request_observed_ = false;
 };
 
 }  // namespace qinfer::server

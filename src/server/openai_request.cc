@@ -1,11 +1,14 @@
 #include "server/openai_request.h"
 
+#include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 
 #include "server/api_error.h"
 #include "server/structured_output.h"
 #include "util/error.h"
+#include "util/json_parse.h"
 
 namespace qinfer::server {
 
@@ -40,15 +43,31 @@ std::optional<double> opt_number(const json& b, const char* k) {
   return d;
 }
 
-std::optional<int64_t> opt_int(const json& b, const std::string& k) {
-  if (!b.contains(k) || b.at(k).is_null()) return std::nullopt;
-  const json& v = b.at(k);
-  if (v.is_number_integer()) return v.get<int64_t>();
-  if (v.is_number_float()) {
+// An integer field, range-checked as the JSON number it is: nothing is truncated to int
+// (n: 4294967297 used to become 1, top_k: 2^32 became 0).
+int64_t int_value(const json& v, const std::string& k, int64_t lo, int64_t hi) {
+  int64_t x = 0;
+  if (v.is_number_unsigned()) {
+    if (v.get<uint64_t>() > static_cast<uint64_t>(hi)) {
+      bad_request(k, cat(k, ": must be in [", lo, ", ", hi, "], got ", v.dump()));
+    }
+    x = static_cast<int64_t>(v.get<uint64_t>());
+  } else if (v.is_number_integer()) {
+    x = v.get<int64_t>();
+  } else if (v.is_number_float()) {
     double d = v.get<double>();
-    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15) return static_cast<int64_t>(d);
+    if (!(std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15)) wrong_type(k, "an integer", v);
+    x = static_cast<int64_t>(d);
+  } else {
+    wrong_type(k, "an integer", v);
   }
-  wrong_type(k, "an integer", v);
+  if (x < lo || x > hi) bad_request(k, cat(k, ": must be in [", lo, ", ", hi, "], got ", v.dump()));
+  return x;
+}
+
+std::optional<int64_t> opt_int(const json& b, const std::string& k, int64_t lo = INT64_MIN, int64_t hi = INT64_MAX) {
+  if (!b.contains(k) || b.at(k).is_null()) return std::nullopt;
+  return int_value(b.at(k), k, lo, hi);
 }
 
 std::optional<bool> opt_bool(const json& b, const char* k) {
@@ -89,8 +108,8 @@ const char* const kCommonFields[] = {
 const char* const kChatFields[] = {
     "messages", "max_completion_tokens", "logprobs", "top_logprobs", "chat_template_kwargs", "reasoning_effort",
     "include_reasoning", "add_generation_prompt", "continue_final_message", "tools",
-    "tool_choice", "parallel_tool_calls"};
-const char* const kCompletionFields[] = {"prompt", "suffix", "echo", "logprobs", "return_token_ids"};
+    "tool_choice", "parallel_tool_calls", "prompt_logprobs"};
+const char* const kCompletionFields[] = {"prompt", "suffix", "echo", "logprobs", "return_token_ids", "prompt_logprobs"};
 
 std::string check_model(const json& body, const RequestLimits& limits) {
   auto m = opt_string(body, "model");
@@ -108,8 +127,7 @@ void parse_sampling(const json& b, const RequestLimits& limits, engine::GenParam
   check_range("temperature", g.temperature, 0, 100);
   g.top_p = opt_number(b, "top_p").value_or(d.top_p.value_or(1.0));
   check_range("top_p", g.top_p, 0, 1, true);
-  g.top_k = static_cast<int>(opt_int(b, "top_k").value_or(d.top_k.value_or(-1)));
-  if (g.top_k < -1) bad_request("top_k", cat("top_k: must be -1 (disable), 0 or positive, got ", g.top_k));
+  g.top_k = static_cast<int>(opt_int(b, "top_k", -1, INT32_MAX).value_or(d.top_k.value_or(-1)));
   g.min_p = opt_number(b, "min_p").value_or(d.min_p.value_or(0.0));
   check_range("min_p", g.min_p, 0, 1);
   g.presence_penalty = opt_number(b, "presence_penalty").value_or(0.0);
@@ -120,7 +138,7 @@ void parse_sampling(const json& b, const RequestLimits& limits, engine::GenParam
   if (g.repetition_penalty <= 0 || g.repetition_penalty > 100) {
     bad_request("repetition_penalty", "repetition_penalty: must be in (0, 100]");
   }
-  if (auto s = opt_int(b, "seed")) g.seed = static_cast<uint64_t>(*s);
+  if (auto s = opt_int(b, "seed")) g.seed = static_cast<uint64_t>(*s);  // vLLM: a signed 64-bit seed
   if (present(b, "stop")) {
     const json& s = b.at("stop");
     if (s.is_string()) {
@@ -139,7 +157,7 @@ void parse_sampling(const json& b, const RequestLimits& limits, engine::GenParam
     if (!s.is_array()) wrong_type("stop_token_ids", "an array of integers", s);
     for (size_t i = 0; i < s.size(); ++i) {
       if (!s[i].is_number_integer()) wrong_type(cat("stop_token_ids[", i, "]"), "an integer", s[i]);
-      g.stop_token_ids.push_back(s[i].get<int>());
+      g.stop_token_ids.push_back(static_cast<int>(int_value(s[i], cat("stop_token_ids[", i, "]"), 0, INT32_MAX)));
     }
   }
   if (present(b, "logit_bias")) {
@@ -147,24 +165,34 @@ void parse_sampling(const json& b, const RequestLimits& limits, engine::GenParam
     if (!lb.is_object()) wrong_type("logit_bias", "an object of token id -> bias", lb);
     for (auto it = lb.begin(); it != lb.end(); ++it) {
       std::string field = cat("logit_bias[", it.key(), "]");
-      char* end = nullptr;
-      long id = std::strtol(it.key().c_str(), &end, 10);
-      if (it.key().empty() || *end != '\0' || id < 0) bad_request(field, cat(field, ": key must be a token id"));
+      const std::string& key = it.key();
+      // Digits only, at most 10 of them, and within int32: "4294967296" used to become token 0.
+      bool digits = !key.empty() && key.size() <= 10 &&
+                    std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
+      long long id = digits ? std::stoll(key) : -1;
+      if (!digits || id > INT32_MAX) bad_request(field, cat(field, ": key must be a token id"));
       if (!it.value().is_number()) wrong_type(field, "a number", it.value());
       g.logit_bias[static_cast<int>(id)] = std::max(-100.f, std::min(100.f, it.value().get<float>()));
     }
   }
   g.ignore_eos = opt_bool(b, "ignore_eos").value_or(false);
-  g.min_tokens = opt_int(b, "min_tokens").value_or(0);
-  if (g.min_tokens < 0) bad_request("min_tokens", "min_tokens: must be >= 0");
+  g.min_tokens = opt_int(b, "min_tokens", 0, INT32_MAX).value_or(0);
   g.include_stop_str_in_output = opt_bool(b, "include_stop_str_in_output").value_or(false);
   g.skip_special_tokens = opt_bool(b, "skip_special_tokens").value_or(true);
-  n = static_cast<int>(opt_int(b, "n").value_or(1));
-  if (n < 1 || n > 64) bad_request("n", cat("n: must be in [1, 64], got ", n));
+  n = static_cast<int>(opt_int(b, "n", 1, kMaxN).value_or(1));
   if (present(b, "best_of")) {
-    auto bo = opt_int(b, "best_of");
+    auto bo = opt_int(b, "best_of", 1, kMaxN);
     if (*bo != n) bad_request("best_of", "best_of: only best_of == n is supported");
   }
+}
+
+// vLLM's prompt_logprobs (0..20 here; -1, the whole vocabulary, is refused). Not with stream.
+int parse_prompt_logprobs(const json& b, bool stream) {
+  auto v = opt_int(b, "prompt_logprobs");
+  if (!v) return -1;
+  if (*v < 0 || *v > 20) bad_request("prompt_logprobs", cat("prompt_logprobs: must be in [0, 20], got ", *v));
+  if (stream) bad_request("prompt_logprobs", "prompt_logprobs: `prompt_logprobs` are not available when `stream=True`.");
+  return static_cast<int>(*v);
 }
 
 void parse_stream(const json& b, bool& stream, bool& include_usage, bool& continuous) {
@@ -181,12 +209,11 @@ void parse_stream(const json& b, bool& stream, bool& include_usage, bool& contin
 int64_t parse_max_tokens(const json& b, const char* first, const char* second, const SamplingDefaults& d) {
   std::optional<int64_t> v;
   const char* name = first;
-  if (first) v = opt_int(b, first);
+  if (first) v = opt_int(b, first, 1, INT64_MAX);
   if (!v) {
-    v = opt_int(b, second);
+    v = opt_int(b, second, 1, INT64_MAX);
     name = second;
   }
-  if (v && *v < 1) bad_request(name, cat(name, ": must be at least 1, got ", *v));
   if (!v && d.max_tokens) return *d.max_tokens;
   return v.value_or(-1);
 }
@@ -262,9 +289,10 @@ json normalise_messages(const json& msgs, int& images) {
               args = json::object();
             } else {
               try {
-                args = json::parse(s);
-              } catch (const json::exception&) {
-                bad_request(tf + ".function.arguments", cat(tf, ".function.arguments: not valid JSON"));
+                args = parse_ordered_json(s, tf + ".function.arguments");
+              } catch (const JsonError& e) {
+                bad_request(tf + ".function.arguments",
+                            e.too_deep() ? e.what() : cat(tf, ".function.arguments: not valid JSON"));
               }
             }
           } else if (args.is_null()) {
@@ -362,12 +390,15 @@ SamplingDefaults SamplingDefaults::from_generation_config(const json& gc) {
   if (!gc.is_object()) return d;
   if (gc.contains("temperature") && gc["temperature"].is_number()) d.temperature = gc["temperature"].get<double>();
   if (gc.contains("top_p") && gc["top_p"].is_number()) d.top_p = gc["top_p"].get<double>();
-  if (gc.contains("top_k") && gc["top_k"].is_number_integer()) d.top_k = gc["top_k"].get<int>();
+  if (gc.contains("top_k") && gc["top_k"].is_number_integer() && gc["top_k"].get<int64_t>() >= -1 &&
+      gc["top_k"].get<int64_t>() <= INT32_MAX)
+    d.top_k = gc["top_k"].get<int>();
   if (gc.contains("min_p") && gc["min_p"].is_number()) d.min_p = gc["min_p"].get<double>();
   if (gc.contains("repetition_penalty") && gc["repetition_penalty"].is_number()) {
     d.repetition_penalty = gc["repetition_penalty"].get<double>();
   }
-  if (gc.contains("max_new_tokens") && gc["max_new_tokens"].is_number_integer()) {
+  if (gc.contains("max_new_tokens") && gc["max_new_tokens"].is_number_integer() &&
+      gc["max_new_tokens"].get<int64_t>() >= 1) {
     d.max_tokens = gc["max_new_tokens"].get<int64_t>();
   }
   return d;
@@ -388,15 +419,21 @@ ChatRequest parse_chat_request(const json& b, const RequestLimits& limits) {
   parse_sampling(b, limits, r.gen, r.n);
   r.gen.max_tokens = parse_max_tokens(b, "max_completion_tokens", "max_tokens", limits.defaults);
   r.logprobs = opt_bool(b, "logprobs").value_or(false);
-  auto top = opt_int(b, "top_logprobs");
+  auto top = opt_int(b, "top_logprobs", 0, 20);
   if (top) {
-    if (*top < 0 || *top > 20) bad_request("top_logprobs", cat("top_logprobs: must be in [0, 20], got ", *top));
     if (!r.logprobs) bad_request("top_logprobs", "top_logprobs: requires logprobs to be true");
   }
   r.gen.logprobs = r.logprobs ? static_cast<int>(top.value_or(0)) : -1;
+  r.gen.prompt_logprobs = parse_prompt_logprobs(b, r.stream);
   if (present(b, "chat_template_kwargs")) {
     if (!b["chat_template_kwargs"].is_object()) wrong_type("chat_template_kwargs", "an object", b["chat_template_kwargs"]);
     r.chat_template_kwargs = b["chat_template_kwargs"];
+    for (const char* k : kReservedTemplateKwargs) {
+      if (r.chat_template_kwargs.contains(k)) {
+        bad_request(cat("chat_template_kwargs.", k),
+                    cat("chat_template_kwargs.", k, ": is reserved (set by the request itself) and cannot be overridden"));
+      }
+    }
   }
   if (r.chat_template_kwargs.contains("enable_thinking")) {
     const json& et = r.chat_template_kwargs["enable_thinking"];
@@ -430,7 +467,7 @@ CompletionRequest parse_completion_request(const json& b, const RequestLimits& l
     std::vector<int> ids;
     for (size_t i = 0; i < a.size(); ++i) {
       if (!a[i].is_number_integer()) wrong_type(cat(field, "[", i, "]"), "an integer token id", a[i]);
-      ids.push_back(a[i].get<int>());
+      ids.push_back(static_cast<int>(int_value(a[i], cat(field, "[", i, "]"), 0, INT32_MAX)));
     }
     if (ids.empty()) bad_request(field, cat(field, ": must not be empty"));
     return ids;
@@ -457,16 +494,25 @@ CompletionRequest parse_completion_request(const json& b, const RequestLimits& l
   for (const auto& t : r.prompt_texts) {
     if (t.empty()) bad_request("prompt", "prompt: must not be empty");
   }
-  if (present(b, "suffix")) bad_request("suffix", "suffix: is not supported");
+  // As vLLM's serving_completion: "suffix is not currently supported" (no FIM template here).
+  if (present(b, "suffix")) bad_request("suffix", "suffix: is not currently supported");
   parse_stream(b, r.stream, r.include_usage, r.continuous_usage);
   parse_sampling(b, limits, r.gen, r.n);
+  if (r.num_prompts() * static_cast<size_t>(r.n) > static_cast<size_t>(kMaxSequencesPerRequest)) {
+    bad_request(r.num_prompts() > 1 ? "prompt" : "n",
+                cat("prompt: ", r.num_prompts(), " prompts x n = ", r.n, " would start ", r.num_prompts() * r.n,
+                    " sequences; at most ", kMaxSequencesPerRequest, " are allowed per request"));
+  }
   r.gen.max_tokens = parse_max_tokens(b, nullptr, "max_tokens", limits.defaults);
   if (!present(b, "max_tokens") && !limits.defaults.max_tokens) r.gen.max_tokens = 16;  // OpenAI default
   r.echo = opt_bool(b, "echo").value_or(false);
-  if (auto lp = opt_int(b, "logprobs")) {
-    if (*lp < 0 || *lp > 20) bad_request("logprobs", cat("logprobs: must be in [0, 20], got ", *lp));
+  if (auto lp = opt_int(b, "logprobs", 0, 20)) {
     r.gen.logprobs = static_cast<int>(*lp);
   }
+  r.gen.prompt_logprobs = parse_prompt_logprobs(b, r.stream);
+  // As vLLM: echo with logprobs asks for the prompt's logprobs too (same top count).
+  r.echo_logprobs = r.echo && r.gen.logprobs >= 0;
+  if (r.echo_logprobs && r.gen.prompt_logprobs < 0) r.gen.prompt_logprobs = r.gen.logprobs;
   r.structured = parse_structured_output(b);
   return r;
 }

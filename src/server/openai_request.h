@@ -23,6 +23,17 @@ struct SamplingDefaults {
   static SamplingDefaults from_generation_config(const nlohmann::ordered_json& gc);
 };
 
+// Most choices per prompt (vLLM also caps n), and most sequences one request may queue
+// (prompts x n): a 385-byte completions request used to queue 2,560 sequences.
+inline constexpr int kMaxN = 64;
+inline constexpr int kMaxSequencesPerRequest = 256;
+
+// chat_template_kwargs keys that would override what the request validated (messages, tools,
+// the image count, add_generation_prompt): refused with a 400, as transformers refuses them.
+inline constexpr const char* kReservedTemplateKwargs[] = {
+    "messages", "conversation", "tools", "documents", "add_generation_prompt", "continue_final_message",
+    "chat_template", "tokenize"};
+
 struct RequestLimits {
   std::vector<std::string> model_names;  // accepted "model" values (the first is reported)
   int max_images_per_prompt = 1;
@@ -56,6 +67,7 @@ struct CompletionRequest {
   std::vector<std::vector<int>> prompt_ids; // prompt given as token ids
   bool stream = false, include_usage = false, continuous_usage = false;
   bool echo = false;
+  bool echo_logprobs = false;               // echo with logprobs: the prompt's tokens lead the logprobs
   int n = 1;
   engine::GenParams gen;
   std::optional<grammar::Spec> structured;  // structured_outputs / guided_* / response_format

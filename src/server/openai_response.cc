@@ -1,5 +1,6 @@
 #include "server/openai_response.h"
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 
@@ -26,10 +27,11 @@ std::string dump_json(const json& j) { return j.dump(-1, ' ', false, json::error
 
 std::string sse_event(const json& j) { return "data: " + dump_json(j) + "\n\n"; }
 
-json usage_json(int64_t prompt_tokens, int64_t completion_tokens, int64_t reasoning_tokens) {
+json usage_json(int64_t prompt_tokens, int64_t completion_tokens, int64_t reasoning_tokens, int64_t cached_tokens) {
   json u = {{"prompt_tokens", prompt_tokens},
             {"completion_tokens", completion_tokens},
-            {"total_tokens", prompt_tokens + completion_tokens}};
+            {"total_tokens", prompt_tokens + completion_tokens},
+            {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}}};
   if (reasoning_tokens >= 0) u["completion_tokens_details"] = {{"reasoning_tokens", reasoning_tokens}};
   return u;
 }
@@ -76,6 +78,56 @@ json completion_logprobs(const Tokenizer* tok, const std::vector<engine::TokenOu
     tops.push_back(top);
     offs.push_back(off);
     off += s.size();
+  }
+  return {{"tokens", toks}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offs}};
+}
+
+json prompt_logprobs_json(const Tokenizer* tok, const std::vector<int>& prompt,
+                          const std::vector<engine::TokenOut>& lp) {
+  json out = json::array();
+  if (prompt.empty()) return out;
+  out.push_back(nullptr);
+  for (size_t i = 0; i < lp.size() && i + 1 < prompt.size(); ++i) {
+    const auto& t = lp[i];
+    nlohmann::ordered_json d = nlohmann::ordered_json::object();
+    d[std::to_string(t.token)] = {{"logprob", t.logprob}, {"rank", t.rank}, {"decoded_token", token_string(tok, t.token)}};
+    for (size_t r = 0; r < t.top.size(); ++r) {
+      std::string key = std::to_string(t.top[r].token);
+      if (d.contains(key)) continue;
+      d[key] = {{"logprob", t.top[r].logprob}, {"rank", r + 1}, {"decoded_token", token_string(tok, t.top[r].token)}};
+    }
+    out.push_back(json::parse(d.dump()));
+  }
+  return out;
+}
+
+json echo_completion_logprobs(const Tokenizer* tok, const std::vector<int>& prompt,
+                              const std::vector<engine::TokenOut>& prompt_lp,
+                              const std::vector<engine::TokenOut>& generated) {
+  json toks = json::array(), lps = json::array(), tops = json::array(), offs = json::array();
+  size_t off = 0;
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    std::string s = token_string(tok, prompt[i]);
+    toks.push_back(s);
+    offs.push_back(off);
+    off += s.size();
+    if (i == 0 || i - 1 >= prompt_lp.size()) {
+      lps.push_back(nullptr);
+      tops.push_back(nullptr);
+      continue;
+    }
+    const auto& t = prompt_lp[i - 1];
+    lps.push_back(std::max(t.logprob, -9999.f));
+    json top = json::object();
+    for (const auto& c : t.top) top[token_string(tok, c.token)] = std::max(c.logprob, -9999.f);
+    tops.push_back(top);
+  }
+  json gen = completion_logprobs(tok, generated, off);
+  for (size_t i = 0; i < gen["tokens"].size(); ++i) {
+    toks.push_back(gen["tokens"][i]);
+    lps.push_back(gen["token_logprobs"][i]);
+    tops.push_back(gen["top_logprobs"][i]);
+    offs.push_back(gen["text_offset"][i]);
   }
   return {{"tokens", toks}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offs}};
 }

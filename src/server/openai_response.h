@@ -24,7 +24,9 @@ std::string dump_json(const nlohmann::json& j);
 std::string sse_event(const nlohmann::json& j);   // "data: {...}\n\n"
 inline constexpr const char* kSseDone = "data: [DONE]\n\n";
 
-nlohmann::json usage_json(int64_t prompt_tokens, int64_t completion_tokens, int64_t reasoning_tokens = -1);
+// prompt_tokens_details.cached_tokens is always there, as OpenAI returns it.
+nlohmann::json usage_json(int64_t prompt_tokens, int64_t completion_tokens, int64_t reasoning_tokens = -1,
+                          int64_t cached_tokens = 0);
 
 // The text of one token for logprobs ("token_id:N" without a tokenizer) and its raw bytes.
 std::string token_string(const Tokenizer* tok, int id);
@@ -35,6 +37,16 @@ nlohmann::json chat_logprobs(const Tokenizer* tok, const std::vector<engine::Tok
 // Legacy completions logprobs: {"tokens","token_logprobs","top_logprobs","text_offset"}.
 nlohmann::json completion_logprobs(const Tokenizer* tok, const std::vector<engine::TokenOut>& tokens,
                                    size_t text_offset_start);
+
+// vLLM's prompt_logprobs: [null, {"<id>": {"logprob", "rank", "decoded_token"}, ...}, ...], one
+// entry per prompt token; each dict holds the prompt token itself first, then the top N.
+nlohmann::json prompt_logprobs_json(const Tokenizer* tok, const std::vector<int>& prompt,
+                                    const std::vector<engine::TokenOut>& lp);
+// Completions logprobs for echo: the prompt's tokens (the first with null logprob and null
+// top_logprobs, as vLLM) followed by the generated ones; text offsets from 0.
+nlohmann::json echo_completion_logprobs(const Tokenizer* tok, const std::vector<int>& prompt,
+                                        const std::vector<engine::TokenOut>& prompt_lp,
+                                        const std::vector<engine::TokenOut>& generated);
 
 // finish_reason for the API: "stop" / "length" / "tool_calls"; an abort or error maps to
 // "abort"/"error" (vLLM reports "abort" for aborted requests).

@@ -1,11 +1,14 @@
 #include "server/serve_options.h"
 
+#include <cctype>
 #include <cstdlib>
 
 #include <nlohmann/json.hpp>
 
+#include "engine/prefix_flags.h"
 #include "util/args.h"
 #include "util/error.h"
+#include "util/json_parse.h"
 
 namespace qinfer::server {
 
@@ -16,15 +19,14 @@ const char* const kIgnoredWithValue[] = {
     "gpu-memory-utilization", "tensor-parallel-size", "pipeline-parallel-size", "data-parallel-size",
     "dtype", "kv-cache-dtype", "swap-space", "cpu-offload-gb", "block-size", "quantization",
     "max-num-partial-prefills", "seed", "tokenizer-mode", "load-format", "distributed-executor-backend",
-    "uvicorn-log-level", "compilation-config", "speculative-config", "mm-processor-kwargs",
+    "uvicorn-log-level", "compilation-config", "mm-processor-kwargs",
     "max-seq-len-to-capture", "revision", "download-dir", "hf-overrides",
-    "generation-config", "override-generation-config", "allowed-origins", "chat-template-content-format"};
+    "generation-config", "override-generation-config", "chat-template-content-format"};
 const char* const kIgnoredFlags[] = {
-    "skip-mm-profiling", "trust-remote-code", "enforce-eager", "enable-prefix-caching",
-    "no-enable-prefix-caching", "enable-chunked-prefill", "no-enable-chunked-prefill",
+    "skip-mm-profiling", "trust-remote-code", "enforce-eager", "enable-chunked-prefill", "no-enable-chunked-prefill",
     "disable-log-requests", "disable-log-stats", "enable-log-requests", "disable-custom-all-reduce",
     "disable-frontend-multiprocessing", "enable-expert-parallel", "async-scheduling",
-    "disable-uvicorn-access-log", "enable-prompt-tokens-details"};
+    "enable-prompt-tokens-details", "enable-request-id-headers"};
 
 bool env_true(const char* name) {
   const char* v = std::getenv(name);
@@ -33,15 +35,76 @@ bool env_true(const char* name) {
   return s == "1" || s == "true" || s == "True" || s == "TRUE";
 }
 
+nlohmann::ordered_json json_option(const Args& a, const std::string& flag, const char* want, const char* example) {
+  std::string v = a.get(flag);
+  try {
+    return parse_ordered_json(v, "option --" + flag);
+  } catch (const JsonError&) {
+    fail("option --", flag, ": '", v, "' is not JSON (expected ", want, ", e.g. ", example, ")");
+  }
+}
+
 }  // namespace
+
+int64_t parse_model_len(const std::string& flag, const std::string& value) {
+  std::string v = value;
+  while (!v.empty() && std::isspace(static_cast<unsigned char>(v.back()))) v.pop_back();
+  while (!v.empty() && std::isspace(static_cast<unsigned char>(v.front()))) v.erase(v.begin());
+  if (v == "-1" || v == "auto") return 0;
+  auto bad = [&](const std::string& why) {
+    fail("option --", flag, ": '", value, "' ", why, " (examples: 32768, 32k = 32000, 32K = 32768, 1M = 1048576)");
+  };
+  if (v.empty()) bad("is empty");
+  char suffix = 0;
+  if (std::isalpha(static_cast<unsigned char>(v.back()))) {
+    suffix = v.back();
+    v.pop_back();
+  }
+  size_t dot = v.find('.');
+  bool digits = !v.empty() && v.find_first_not_of("0123456789.") == std::string::npos &&
+                (dot == std::string::npos || (dot > 0 && dot + 1 < v.size() && v.find('.', dot + 1) == std::string::npos));
+  if (!digits) bad("is not a whole number with an optional k/m/g/t or K/M/G/T suffix");
+  double mult = 1;
+  bool binary = false;
+  switch (suffix) {
+    case 0: break;
+    case 'k': mult = 1e3; break;
+    case 'm': mult = 1e6; break;
+    case 'g': mult = 1e9; break;
+    case 't': mult = 1e12; break;
+    case 'K': mult = 1024.0; binary = true; break;
+    case 'M': mult = 1024.0 * 1024; binary = true; break;
+    case 'G': mult = 1024.0 * 1024 * 1024; binary = true; break;
+    case 'T': mult = 1024.0 * 1024 * 1024 * 1024; binary = true; break;
+    default: bad(std::string("has an unknown suffix '") + suffix + "'");
+  }
+  if (dot != std::string::npos && (binary || suffix == 0)) {
+    bad(suffix ? "has a decimal with a binary suffix (use the lower-case decimal suffix)" : "is not a whole number");
+  }
+  double n = std::stod(v) * mult;
+  if (n < 1 || n > 1e15) bad("is out of range");
+  return static_cast<int64_t>(n);
+}
 
 std::string serve_usage() {
   return "usage: qinfer serve MODEL_DIR [--host H] [--port P] [--api-key KEY] [--served-model-name NAME...]\n"
+         "       (--host defaults to 127.0.0.1; the key may come from QINFER_API_KEY or VLLM_API_KEY instead)\n"
+         "       [--max-connections N (1024)] [--read-timeout SECONDS (10)]\n"
          "       [--max-num-seqs N] [--max-model-len N] [--max-num-batched-tokens N]\n"
          "       (--max-model-len above the model's context is refused unless\n"
          "        QINFER_ALLOW_LONG_MAX_MODEL_LEN=1, which serves the model's context instead)\n"
          "       [--reasoning-parser qwen3] [--enable-auto-tool-choice] [--tool-call-parser qwen3_coder]\n"
          "       [--limit-mm-per-prompt '{\"image\": N}'] [--threads N] [--dense bf16|int8]\n"
+         "       [--speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": K}'] (K 1..4;\n"
+         "        optional \"disable_by_batch_size\": N)\n"
+         "       [--chat-template FILE] [--default-chat-template-kwargs JSON] [--language-model-only]\n"
+         "       [--ssl-keyfile F --ssl-certfile F] [--allowed-origins JSON] [--allowed-methods JSON]\n"
+         "       [--allowed-headers JSON] [--allow-credentials] [--max-waiting-requests N (256)]\n"
+         "       [--request-timeout S (0: none)] [--drain-timeout S (30)] [--disable-uvicorn-access-log]\n"
+         "       [--enable-prefix-caching (accepted, no effect yet)] [--mm-encoder-tp-mode weights|data]\n"
+         "       --max-model-len takes vLLM's suffixes: 32k = 32000, 32K = 32768, 1M = 1048576, -1/auto\n"
+         "       [--enable-prefix-caching | --no-enable-prefix-caching] [--prefix-cache-gb GB]\n"
+         "       (prefix caching is on by default; its budget defaults to a quarter of MemAvailable)\n"
          "       vLLM GPU flags (--gpu-memory-utilization, --tensor-parallel-size, --dtype,\n"
          "       --skip-mm-profiling, ...) are accepted and ignored.\n";
 }
@@ -52,7 +115,14 @@ ServeOptions parse_serve_options(int argc, char** argv) {
       {"max-num-seqs", true}, {"max-model-len", true}, {"max-num-batched-tokens", true},
       {"reasoning-parser", true}, {"tool-call-parser", true}, {"enable-auto-tool-choice", false},
       {"limit-mm-per-prompt", true}, {"threads", true}, {"dense", true}, {"dense-int8", false}, {"model", true},
-      {"help", false}, {"chat-template", true}};
+      {"help", false}, {"chat-template", true}, {"default-chat-template-kwargs", true},
+      {"language-model-only", false}, {"mm-encoder-tp-mode", true},
+      {"ssl-keyfile", true}, {"ssl-certfile", true}, {"allowed-origins", true}, {"allowed-methods", true},
+      {"allowed-headers", true}, {"allow-credentials", false}, {"max-waiting-requests", true},
+      {"request-timeout", true}, {"drain-timeout", true}, {"disable-uvicorn-access-log", false},
+      {"disable-access-log", false}, {"max-connections", true}, {"read-timeout", true},
+      {"speculative-config", true}};
+  for (auto& f : engine::prefix_cache_option_specs()) specs.push_back(f);
   for (const char* f : kIgnoredWithValue) specs.push_back({f, true});
   for (const char* f : kIgnoredFlags) specs.push_back({f, false});
   // vLLM allows several names after --served-model-name; gather the extra positionals
@@ -83,7 +153,22 @@ ServeOptions parse_serve_options(int argc, char** argv) {
   int64_t port = a.get_int("port", o.port);
   if (port < 0 || port > 65535) fail("option --port: ", port, " is not a TCP port");
   o.port = static_cast<int>(port);
+  // A key on the command line is visible to every user in `ps`; the environment is not.
   o.api_key = a.get_or("api-key", "");
+  o.api_key_source = o.api_key.empty() ? "" : "--api-key";
+  for (const char* env : {"QINFER_API_KEY", "VLLM_API_KEY"}) {
+    const char* v = std::getenv(env);
+    if (o.api_key.empty() && v && *v) {
+      o.api_key = v;
+      o.api_key_source = env;
+    }
+  }
+  int64_t conns = a.get_int("max-connections", o.max_connections);
+  if (conns < 8 || conns > 65536) fail("option --max-connections: must be in [8, 65536], got ", conns);
+  o.max_connections = static_cast<int>(conns);
+  int64_t rt = a.get_int("read-timeout", o.read_timeout_s);
+  if (rt < 1 || rt > 3600) fail("option --read-timeout: must be in [1, 3600] seconds, got ", rt);
+  o.read_timeout_s = static_cast<int>(rt);
   o.served_model_names = a.get_all("served-model-name");
   for (auto& n : extra_names) o.served_model_names.push_back(n);
   for (const auto& n : o.served_model_names) {
@@ -92,8 +177,7 @@ ServeOptions parse_serve_options(int argc, char** argv) {
   int64_t seqs = a.get_int("max-num-seqs", o.max_num_seqs);
   if (seqs < 1 || seqs > 4096) fail("option --max-num-seqs: must be in [1, 4096], got ", seqs);
   o.max_num_seqs = static_cast<int>(seqs);
-  o.max_model_len = a.get_int("max-model-len", 0);
-  if (o.max_model_len < 0) fail("option --max-model-len: must be positive, got ", o.max_model_len);
+  if (a.has("max-model-len")) o.max_model_len = parse_model_len("max-model-len", a.get("max-model-len"));
   o.allow_long_max_model_len =
       env_true("QINFER_ALLOW_LONG_MAX_MODEL_LEN") || env_true("VLLM_ALLOW_LONG_MAX_MODEL_LEN");
   int64_t chunk = a.get_int("max-num-batched-tokens", o.prefill_chunk);
@@ -115,8 +199,8 @@ ServeOptions parse_serve_options(int argc, char** argv) {
     std::string v = a.get("limit-mm-per-prompt");
     nlohmann::json j;
     try {
-      j = nlohmann::json::parse(v);
-    } catch (const nlohmann::json::exception&) {
+      j = parse_json(v, "option --limit-mm-per-prompt");
+    } catch (const JsonError&) {
       fail("option --limit-mm-per-prompt: '", v, "' is not JSON (expected e.g. '{\"image\": 2}')");
     }
     if (!j.is_object()) fail("option --limit-mm-per-prompt: expected a JSON object such as {\"image\": 2}");
@@ -127,7 +211,49 @@ ServeOptions parse_serve_options(int argc, char** argv) {
       if (it.key() == "image") o.max_images_per_prompt = it.value().get<int>();
     }
   }
-  if (a.has("chat-template")) fail("option --chat-template: custom templates are not supported yet");
+  engine::EngineOptions eo;
+  engine::prefix_cache_options_from_args(a, eo);
+  o.enable_prefix_caching = eo.enable_prefix_caching;
+  o.prefix_cache_gb = eo.prefix_cache_gb;
+  o.chat_template = a.get_or("chat-template", "");
+  if (a.has("default-chat-template-kwargs")) {
+    o.default_chat_template_kwargs = json_option(a, "default-chat-template-kwargs", "an object",
+                                                 "'{\"enable_thinking\": false}'");
+    if (!o.default_chat_template_kwargs.is_object()) {
+      fail("option --default-chat-template-kwargs: expected a JSON object such as '{\"enable_thinking\": false}'");
+    }
+  }
+  o.language_model_only = a.has("language-model-only");
+  o.mm_encoder_tp_mode = a.get_or("mm-encoder-tp-mode", "");
+  if (!o.mm_encoder_tp_mode.empty() && o.mm_encoder_tp_mode != "weights" && o.mm_encoder_tp_mode != "data") {
+    fail("option --mm-encoder-tp-mode: must be 'weights' or 'data', got '", o.mm_encoder_tp_mode, "'");
+  }
+  o.ssl_keyfile = a.get_or("ssl-keyfile", "");
+  o.ssl_certfile = a.get_or("ssl-certfile", "");
+  if (o.ssl_keyfile.empty() != o.ssl_certfile.empty()) {
+    fail("option ", o.ssl_keyfile.empty() ? "--ssl-keyfile" : "--ssl-certfile", ": HTTPS needs both "
+         "--ssl-keyfile and --ssl-certfile");
+  }
+  for (auto [flag, dst] : {std::pair{"allowed-origins", &o.allowed_origins}, std::pair{"allowed-methods", &o.allowed_methods},
+                           std::pair{"allowed-headers", &o.allowed_headers}}) {
+    if (!a.has(flag)) continue;
+    nlohmann::ordered_json j = json_option(a, flag, "a list of strings", "'[\"*\"]'");
+    if (!j.is_array()) fail("option --", flag, ": expected a JSON list of strings such as '[\"*\"]'");
+    dst->clear();
+    for (const auto& v : j) {
+      if (!v.is_string()) fail("option --", flag, ": every entry must be a string");
+      dst->push_back(v.get<std::string>());
+    }
+  }
+  o.allow_credentials = a.has("allow-credentials");
+  int64_t waiting = a.get_int("max-waiting-requests", o.max_waiting);
+  if (waiting < 0 || waiting > 1000000) fail("option --max-waiting-requests: must be in [0, 1000000], got ", waiting);
+  o.max_waiting = static_cast<int>(waiting);
+  o.request_timeout = a.get_double("request-timeout", 0);
+  if (!(o.request_timeout >= 0)) fail("option --request-timeout: must be >= 0 seconds");
+  o.drain_timeout = a.get_double("drain-timeout", o.drain_timeout);
+  if (!(o.drain_timeout >= 0)) fail("option --drain-timeout: must be >= 0 seconds");
+  o.access_log = !a.has("disable-uvicorn-access-log") && !a.has("disable-access-log");
   int64_t threads = a.get_int("threads", 0);
   if (threads < 0) fail("option --threads: must be >= 0");
   o.threads = static_cast<int>(threads);
@@ -135,12 +261,14 @@ ServeOptions parse_serve_options(int argc, char** argv) {
   std::string dense = a.get_or("dense", a.has("dense-int8") ? "int8" : "bf16");
   if (dense != "bf16" && dense != "int8") fail("option --dense must be bf16 or int8, got '", dense, "'");
   o.dense_int8 = dense == "int8";
+  if (a.has("speculative-config")) o.spec = engine::parse_speculative_config(a.get("speculative-config"));
   for (const char* f : kIgnoredWithValue) {
     if (a.has(f)) o.ignored.push_back(std::string("--") + f + " " + a.get(f));
   }
   for (const char* f : kIgnoredFlags) {
     if (a.has(f)) o.ignored.push_back(std::string("--") + f);
   }
+  if (!o.mm_encoder_tp_mode.empty()) o.ignored.push_back("--mm-encoder-tp-mode " + o.mm_encoder_tp_mode);
   return o;
 }
 

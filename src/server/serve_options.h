@@ -5,15 +5,21 @@
 #include <string>
 #include <vector>
 
+#include "engine/speculative.h"
+#include <nlohmann/json.hpp>
+
 #include "server/openai_request.h"
 
 namespace qinfer::server {
 
 struct ServeOptions {
   std::string model_dir;
-  std::string host = "0.0.0.0";
+  std::string host = "127.0.0.1";           // loopback unless --host says otherwise (vLLM: all)
   int port = 8000;
-  std::string api_key;                       // empty: no auth
+  std::string api_key;                       // --api-key, else $QINFER_API_KEY / $VLLM_API_KEY; empty: no auth
+  std::string api_key_source;                // where api_key came from, for the start-up log
+  int max_connections = 1024;                // --max-connections: connections served at once
+  int read_timeout_s = 10;                   // --read-timeout: a silent half-sent request is dropped
   std::vector<std::string> served_model_names;  // empty: the model path
   int max_num_seqs = 32;
   int64_t max_model_len = 0;                 // 0: the model's
@@ -25,11 +31,30 @@ struct ServeOptions {
   std::string tool_call_parser;              // "" or "qwen3_coder"
   bool enable_auto_tool_choice = false;
   int max_images_per_prompt = 1;             // --limit-mm-per-prompt {"image": N}
+  bool enable_prefix_caching = true;         // --[no-]enable-prefix-caching
+  double prefix_cache_gb = -1;               // --prefix-cache-gb (< 0: from MemAvailable)
   int threads = 0;
   bool dense_int8 = false;
+  engine::SpeculativeOptions spec;            // --speculative-config
+  // --- operational flags (vLLM spelling where vLLM has one) ---
+  std::string chat_template;                 // --chat-template: a file, or the template text itself
+  nlohmann::ordered_json default_chat_template_kwargs = nlohmann::ordered_json::object();
+  bool language_model_only = false;          // --language-model-only: image parts are refused
+  std::string mm_encoder_tp_mode;            // "weights" | "data": accepted (one CPU process: no effect)
+  std::string ssl_keyfile, ssl_certfile;     // both set: HTTPS
+  std::vector<std::string> allowed_origins = {"*"}, allowed_methods = {"*"}, allowed_headers = {"*"};
+  bool allow_credentials = false;
+  int max_waiting = 256;                     // --max-waiting-requests: queued requests beyond it get 503
+  double request_timeout = 0;                // --request-timeout S: a request running longer is ended (0: none)
+  double drain_timeout = 30;                 // --drain-timeout S: SIGTERM waits this long for running requests
+  bool access_log = true;                    // --disable-uvicorn-access-log / --disable-access-log turn it off
   bool help = false;
   std::vector<std::string> ignored;          // "--flag value" strings accepted without effect
 };
+
+// "32k" -> 32000, "32K" -> 32768, "1M" -> 1048576, "25.6k" -> 25600, "-1"/"auto" -> 0 (the model's),
+// as vLLM's human_readable_int (lower case decimal, upper case binary, no decimals with binary).
+int64_t parse_model_len(const std::string& flag, const std::string& value);
 
 // argv after "serve". Throws qinfer::Error naming the flag on bad input.
 ServeOptions parse_serve_options(int argc, char** argv);

@@ -3,6 +3,7 @@
 #include "engine/engine.h"
 #include "server/api_error.h"
 #include "util/error.h"
+#include "util/json_parse.h"
 
 namespace qinfer::server {
 
@@ -17,8 +18,9 @@ std::string schema_text(const json& v, const std::string& field) {
   if (v.is_string()) {
     json parsed;
     try {
-      parsed = json::parse(v.get<std::string>());
-    } catch (const json::exception&) {
+      parsed = parse_ordered_json(v.get<std::string>(), field);
+    } catch (const JsonError& e) {
+      if (e.too_deep()) bad_request(field, cat(field, ": nested deeper than ", kMaxJsonDepth, " levels"));
       bad_request(field, cat(field, ": not valid JSON"));
     }
     if (!parsed.is_object() && !parsed.is_boolean()) bad_request(field, cat(field, ": the schema must be a JSON object"));

@@ -216,6 +216,9 @@ class Parser {
         default: syntax("invalid escape in a string");
       }
     }
+    // JSON text is UTF-8; a bad byte here would otherwise surface later as a raw
+    // nlohmann error (dump() of the value) that names no file.
+    if (utf8_first_invalid(s)) syntax("invalid UTF-8 in a string");
     return s;
   }
 

@@ -9,6 +9,7 @@
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_impl.h"
 #include "util/error.h"
+#include "util/json_parse.h"
 
 namespace qinfer {
 namespace {
@@ -16,20 +17,20 @@ namespace {
 using json = nlohmann::json;
 using Impl = Tokenizer::Impl;
 
+// Ids may leave gaps, but not so many that the per-id tables become huge: every id (vocab or
+// added) must be below the number of vocab entries plus this. Ids above INT_MAX used to wrap
+// (4294967301 replaced token 5) and 999999999 allocated ~14 GB.
+constexpr int64_t kMaxTokenIdSlack = 1 << 16;
+
 // What ByteLevel(use_regex = true) splits with (GPT-2).
 constexpr const char* kGpt2Pattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
-json read_json(const std::string& path) {
-  try {
-    return json::parse(tok::read_file(path));
-  } catch (const json::exception& e) {
-    fail(path, ": malformed JSON: ", e.what());
-  }
-}
+json read_json(const std::string& path) { return read_json_file(path); }
 
 // Field access whose errors name the file and the field.
 struct Ctx {
   const std::string& path;
+  int64_t id_limit = kMaxTokenIdSlack;  // ids must be below this (set from the vocabulary size)
 
   const json& at(const json& obj, const char* key, const std::string& where) const {
     if (!obj.is_object()) fail(path, ": field ", where.empty() ? "(top level)" : where, " is not an object");
@@ -56,9 +57,16 @@ struct Ctx {
     return str(at(obj, "type", where), where + ".type");
   }
   int id(const json& v, const std::string& where) const {
-    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > 100000000)
+    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > INT32_MAX) ||
+        v.get<int64_t>() < 0)
       fail(path, ": field ", where, " is not a valid token id");
+    check_id(v.get<int64_t>(), where);
     return v.get<int>();
+  }
+  void check_id(int64_t id, const std::string& where) const {
+    if (id < 0 || id >= id_limit)
+      fail(path, ": field ", where, ": token id ", id, " is out of range (ids must be below ", id_limit,
+           ": the vocabulary size plus ", kMaxTokenIdSlack, ")");
   }
 };
 
@@ -121,7 +129,7 @@ std::string read_pre_tokenizer(const Ctx& c, const json& p) {
 
 using MergeStrings = std::vector<std::pair<std::string, std::string>>;
 
-void read_model(const Ctx& c, const json& m, tok::TokenizerJson& tj, Impl& t) {
+void read_model(Ctx& c, const json& m, tok::TokenizerJson& tj, Impl& t) {
   if (m.contains("type") && c.type_of(m, "model") != "BPE")
     fail(c.path, ": field model.type: ", m["type"].dump(), " is not supported (only BPE)");
   if (c.flag(m, "byte_fallback", "model", false)) fail(c.path, ": field model.byte_fallback: true is not supported");
@@ -136,9 +144,13 @@ void read_model(const Ctx& c, const json& m, tok::TokenizerJson& tj, Impl& t) {
   if (!tj.vocab_streamed) c.at(m, "vocab", "model"), fail(c.path, ": field model.vocab is not an object");
   if (!tj.merges_streamed) c.at(m, "merges", "model"), fail(c.path, ": field model.merges is not an array");
   if (tj.vocab.empty()) fail(c.path, ": field model.vocab is empty");
+  c.id_limit = static_cast<int64_t>(tj.vocab.size()) + kMaxTokenIdSlack;
   size_t total = 0;
   int64_t max_id = 0;
-  for (const auto& [token, id] : tj.vocab) total += token.size(), max_id = std::max(max_id, id);
+  for (const auto& [token, id] : tj.vocab) {
+    c.check_id(id, "model.vocab[\"" + token + "\"]");
+    total += token.size(), max_id = std::max(max_id, id);
+  }
   t.store.reserve(tj.vocab.size() + 64, total);
   t.kind.reserve(max_id + 64);
   t.special.reserve(max_id + 64);
@@ -179,10 +191,10 @@ AddedToken read_added(const Ctx& c, const json& e, int id, const std::string& wh
 }
 
 // Parses tokenizer.json into t; returns its added tokens.
-std::vector<AddedToken> read_tokenizer_json(const std::string& path, Impl& t) {
-  tok::TokenizerJson tj = tok::parse_tokenizer_json(tok::read_file(path), path);
+std::vector<AddedToken> read_tokenizer_json(const std::string& path, Impl& t, int64_t& id_limit) {
+  tok::TokenizerJson tj = tok::parse_tokenizer_json(read_regular_file(path), path);
   const json& doc = tj.doc;
-  const Ctx c{path};
+  Ctx c{path};
   if (!doc.is_object()) fail(path, ": top level is not a JSON object");
   read_model(c, c.at(doc, "model", ""), tj, t);
   read_normalizer(c, doc.value("normalizer", json()), "normalizer", t.nfc);
@@ -208,13 +220,14 @@ std::vector<AddedToken> read_tokenizer_json(const std::string& path, Impl& t) {
       added.push_back(read_added(c, list[i], c.id(c.at(list[i], "id", where), where + ".id"), where));
     }
   }
+  id_limit = c.id_limit;
   return added;
 }
 
 // Adds the entries of tokenizer_config.json's added_tokens_decoder whose id is not taken yet.
-void read_tokenizer_config(const std::string& path, std::vector<AddedToken>& added) {
+void read_tokenizer_config(const std::string& path, std::vector<AddedToken>& added, int64_t id_limit) {
   const json cfg = read_json(path);
-  const Ctx c{path};
+  const Ctx c{path, id_limit};
   if (!cfg.is_object()) fail(path, ": top level is not a JSON object");
   if (!cfg.contains("added_tokens_decoder")) return;
   const json& dec = cfg["added_tokens_decoder"];
@@ -225,6 +238,7 @@ void read_tokenizer_config(const std::string& path, std::vector<AddedToken>& add
     if (key.empty() || key.size() > 9 || !std::all_of(key.begin(), key.end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
       fail(path, ": field ", where, ": the key is not a token id");
     const int id = std::stoi(key);
+    c.check_id(id, where);
     if (std::any_of(added.begin(), added.end(), [&](const AddedToken& a) { return a.id == id; })) continue;
     added.push_back(read_added(c, it.value(), id, where));
   }
@@ -237,9 +251,10 @@ Tokenizer Tokenizer::load(const std::string& model_dir) {
   const std::string path = (fs::path(model_dir) / "tokenizer.json").string();
   if (!fs::exists(path)) fail(path, ": file not found (a model folder needs tokenizer.json)");
   auto t = std::make_shared<Impl>();
-  std::vector<AddedToken> added = read_tokenizer_json(path, *t);
+  int64_t id_limit = 0;
+  std::vector<AddedToken> added = read_tokenizer_json(path, *t, id_limit);
   const std::string cfg_path = (fs::path(model_dir) / "tokenizer_config.json").string();
-  if (fs::exists(cfg_path)) read_tokenizer_config(cfg_path, added);
+  if (fs::exists(cfg_path)) read_tokenizer_config(cfg_path, added, id_limit);
 
   std::sort(added.begin(), added.end(), [](const AddedToken& a, const AddedToken& b) { return a.id < b.id; });
   for (const AddedToken& a : added) t->add_token(a.id, a.content, Impl::kAdded, a.special);

@@ -5,6 +5,7 @@
 
 #include "io/config.h"
 #include "util/error.h"
+#include "util/json_parse.h"
 
 namespace qinfer::vision {
 

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <sstream>
@@ -106,6 +107,120 @@ TEST(CliContract, GreedyIdsMatchGolden) {
       EXPECT_NE(r.out.find(join(want) + "\n"), std::string::npos) << fx << " " << p["name"] << ": " << r.out;
     }
   }
+}
+
+void rewrite(const fs::path& dir, const std::function<bool(const TensorInfo&, SafetensorsWriter&)>& edit);
+
+std::vector<float> read_f32(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::vector<float> v;
+  float x;
+  while (f.read(reinterpret_cast<char*>(&x), 4)) v.push_back(x);
+  return v;
+}
+
+// Every fixture folder under fixtures/text (<fixture>/<variant>).
+std::vector<std::string> all_fixtures() {
+  std::vector<std::string> out;
+  for (const auto& f : fs::directory_iterator(std::string(QINFER_FIXTURES_DIR) + "/text"))
+    if (f.is_directory())
+      for (const auto& v : fs::directory_iterator(f.path()))
+        if (fs::exists(v.path() / "golden.safetensors"))
+          out.push_back(f.path().filename().string() + "/" + v.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// `logits --mtp-out`: the MTP head's rows against the fixtures' mtp_logits (all rows,
+// where stored) and mtp_logits_last (every prompt); the main logits file is unchanged.
+TEST(CliContract, MtpLogitsMatchGoldenOnEveryFixture) {
+  for (const auto& fx : all_fixtures()) {
+    SafetensorsFile golden(fixture(fx) + "/golden.safetensors");
+    std::map<std::string, const TensorInfo*> g;
+    for (const auto& t : golden.tensors()) g[t.name] = &t;
+    for (int p = 0; g.count("p" + std::to_string(p) + ".input_ids"); ++p) {
+      const std::string pre = "p" + std::to_string(p) + ".";
+      const TensorInfo* ids_t = g.at(pre + "input_ids");
+      std::vector<int> ids(reinterpret_cast<const int32_t*>(ids_t->data),
+                           reinterpret_cast<const int32_t*>(ids_t->data) + ids_t->numel());
+      const std::string out = temp_path("l.f32"), mout = temp_path("m.f32");
+      RunResult r = run("logits --model " + fixture(fx) + " --ids " + join(ids) + " --out " + out + " --mtp-out " + mout);
+      ASSERT_EQ(r.code, 0) << fx << " " << r.out;
+      const std::vector<float> main = read_f32(out), mtp = read_f32(mout);
+      const TensorInfo* lt = g.at(pre + "logits");
+      ASSERT_EQ(main.size(), static_cast<size_t>(lt->numel())) << fx;
+      ASSERT_EQ(mtp.size(), main.size()) << fx;
+      const size_t V = main.size() / ids.size();
+      auto max_diff = [](const float* a, const float* b, size_t n) {
+        double m = 0;
+        for (size_t i = 0; i < n; ++i) m = std::max(m, std::fabs(double(a[i]) - b[i]));
+        return m;
+      };
+      const TensorInfo* last = g.at(pre + "mtp_logits_last");
+      const double dl = max_diff(mtp.data() + (ids.size() - 1) * V, reinterpret_cast<const float*>(last->data), V);
+      EXPECT_LT(dl, 1e-3) << fx << " " << pre << " last MTP row";
+      if (g.count(pre + "mtp_logits")) {
+        const double d = max_diff(mtp.data(), reinterpret_cast<const float*>(g.at(pre + "mtp_logits")->data), mtp.size());
+        std::printf("%s %s MTP logits max abs %.3g (last row %.3g)\n", fx.c_str(), pre.c_str(), d, dl);
+        EXPECT_LT(d, 1e-3) << fx << " " << pre << " MTP rows";
+      }
+    }
+  }
+}
+
+// `generate --speculative-config` prints exactly the ids it prints without, for K = 1..4,
+// and reports the acceptance figures.
+TEST(CliContract, SpeculativeGreedyIdsMatchGolden) {
+  for (const auto& fx : all_fixtures()) {
+    std::ifstream in(fixture(fx) + "/golden.json");
+    auto j = nlohmann::json::parse(in);
+    for (int K = 1; K <= 4; ++K) {
+      const auto& p = j["prompts"][K % j["prompts"].size()];
+      std::vector<int> ids = p["input_ids"].get<std::vector<int>>();
+      std::vector<int> want = p["greedy_tokens"].get<std::vector<int>>();
+      RunResult r = run("generate --model " + fixture(fx) + " --ids " + join(ids) + " --max-tokens " +
+                        std::to_string(want.size()) + " --temperature 0 --print-ids --speculative-config " +
+                        "'{\"method\":\"mtp\",\"num_speculative_tokens\":" + std::to_string(K) + "}'");
+      ASSERT_EQ(r.code, 0) << fx << " " << r.out;
+      EXPECT_NE(r.out.find(join(want) + "\n"), std::string::npos) << fx << " K=" << K << ": " << r.out;
+      EXPECT_NE(r.out.find("acceptance rate"), std::string::npos) << r.out;
+      EXPECT_NE(r.out.find("mean accepted length"), std::string::npos) << r.out;
+    }
+  }
+}
+
+TEST(CliContract, SpeculativeConfigErrors) {
+  const std::string base = "generate --model " + fixture("qwen35moe-tiny-s1/bf16") + " --ids 1,2 --max-tokens 2 ";
+  const std::pair<const char*, const char*> cases[] = {
+      {"--speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":9}'", "1..4"},
+      {"--speculative-config '{\"method\":\"ngram\",\"num_speculative_tokens\":2}'", "ngram"},
+      {"--speculative-config 'mtp'", "not valid JSON"}};
+  for (const auto& [flag, needle] : cases) {
+    RunResult r = run(base + flag);
+    EXPECT_EQ(r.code, 1) << flag << ": " << r.out;
+    EXPECT_NE(r.out.find("--speculative-config"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(needle), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("loaded"), std::string::npos) << "checked only after loading: " << r.out;
+  }
+  // A checkpoint without mtp.* tensors: a clear error naming the folder, for generate and serve.
+  fs::path dir = temp_path("no_mtp");
+  fs::remove_all(dir);
+  fs::copy(fixture("qwen35moe-tiny-s1/bf16"), dir, fs::copy_options::recursive);
+  for (auto& e : fs::directory_iterator(dir)) fs::permissions(e.path(), fs::perms::owner_write, fs::perm_options::add);
+  fs::permissions(dir, fs::perms::owner_all, fs::perm_options::add);
+  rewrite(dir, [](const TensorInfo& t, SafetensorsWriter&) { return t.name.rfind("mtp.", 0) == 0; });
+  const std::string spec = " --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":2}'";
+  for (const std::string& cmd : {"generate --model " + dir.string() + " --ids 1,2 --max-tokens 2" + spec,
+                                "serve " + dir.string() + " --port 0 --host 127.0.0.1" + spec}) {
+    RunResult r = run(cmd);
+    EXPECT_EQ(r.code, 1) << r.out;
+    EXPECT_NE(r.out.find("no mtp.* tensors"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(dir.string()), std::string::npos) << r.out;
+  }
+  RunResult r = run("logits --model " + dir.string() + " --ids 1,2 --out " + temp_path("a.f32") + " --mtp-out " +
+                    temp_path("b.f32"));
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("mtp"), std::string::npos) << r.out;
 }
 
 // Copies a fixture into a temp folder, applies `mutate`, and expects
@@ -399,6 +514,25 @@ TEST_F(DemoModel, ChatResetAndExit) {
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '>'), 4) << r.out;  // 3 prompts + the one /exit answers
 }
 
+// `qinfer chat` keeps one engine, so its prefix cache, for the whole conversation: the
+// second turn resumes from the first prompt's state (one log line per request), and
+// --no-enable-prefix-caching turns that off.
+TEST_F(DemoModel, ChatTurnsShareThePrefixCache) {
+  std::string system;
+  for (int i = 0; i < 200; ++i) system += "word" + std::to_string(i) + " ";   // 500+ tokens
+  const std::string flags = "--max-tokens 3 --system '" + system + "'";
+  RunResult r = chat("hi\nand then?\n/exit\n", flags);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const size_t first = r.out.find("prefix cache: 0 of ");
+  ASSERT_NE(first, std::string::npos) << r.out;
+  const size_t second = r.out.find("prefix cache: ", first + 1);
+  ASSERT_NE(second, std::string::npos) << r.out;
+  EXPECT_NE(r.out.compare(second, 16, "prefix cache: 0 "), 0) << r.out;   // some tokens cached
+  RunResult off = chat("hi\nand then?\n/exit\n", flags + " --no-enable-prefix-caching");
+  ASSERT_EQ(off.code, 0) << off.out;
+  EXPECT_EQ(off.out.find("prefix cache:"), std::string::npos) << off.out;
+}
+
 // --hide-thinking still says the model is thinking (else a reply all in thinking shows nothing).
 TEST_F(DemoModel, ChatHideThinkingShowsAMarker) {
   RunResult r = chat("hi\n/exit\n", "--max-tokens 3 --hide-thinking");
@@ -407,6 +541,70 @@ TEST_F(DemoModel, ChatHideThinkingShowsAMarker) {
   r = chat("hi\n/exit\n", "--max-tokens 3 --hide-thinking --no-think");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(r.out.find("(thinking...)"), std::string::npos) << r.out;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// /help, an unknown /command (reported, not sent: no reply is generated), /system, multi-line input,
+// /save then /load of the conversation as OpenAI-shaped JSON messages.
+TEST_F(DemoModel, ChatCommandsSaveAndLoad) {
+  std::string saved = temp_path("conv.json"), again = temp_path("conv2.json"), bad = temp_path("bad.json");
+  fs::remove(saved);
+  RunResult r = chat("/help\n/frobnicate now\n/system be brief\nfirst \\\nsecond\n\"\"\"\nblock one\nblock two\n\"\"\"\n"
+                     "/save " + saved + "\n/exit\n", "--max-tokens 2 --no-think");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("/save FILE"), std::string::npos) << r.out;  // /help lists the commands
+  EXPECT_NE(r.out.find("unknown command /frobnicate"), std::string::npos) << r.out;
+  nlohmann::json conv = nlohmann::json::parse(slurp(saved));
+  ASSERT_EQ(conv.size(), 5u) << conv.dump();  // system + 2 x (user, assistant): the unknown command sent nothing
+  EXPECT_EQ(conv[0], (nlohmann::json{{"role", "system"}, {"content", "be brief"}}));
+  EXPECT_EQ(conv[1], (nlohmann::json{{"role", "user"}, {"content", "first \nsecond"}}));
+  EXPECT_EQ(conv[2]["role"], "assistant");
+  EXPECT_EQ(conv[3], (nlohmann::json{{"role", "user"}, {"content", "block one\nblock two"}}));
+  // /load brings the same conversation back; --system is replaced by the file's.
+  r = chat("/load " + saved + "\n/save " + again + "\n/exit\n", "--system other --max-tokens 2");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("loaded 5 messages"), std::string::npos) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(slurp(again)), conv);
+  // A loaded conversation continues: one more turn adds a user and an assistant message.
+  r = chat("/load " + saved + "\nmore\n/save " + again + "\n/exit\n", "--max-tokens 2 --no-think");
+  EXPECT_EQ(nlohmann::json::parse(slurp(again)).size(), 7u) << r.out;
+  // Bad files are reported with the file and the message index, and the chat goes on.
+  std::ofstream(bad) << R"([{"role": "user", "content": "x"}, {"role": "robot", "content": "y"}])";
+  r = chat("/load " + bad + "\n/load " + temp_path("missing.json") + "\n/save\n/system\n/save " + again + "\n/exit\n",
+           "--system keep --max-tokens 2");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find(bad + ": messages[1].role: 'robot'"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("missing.json: cannot open"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("/save needs a file name"), std::string::npos) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(slurp(again)), nlohmann::json::array());  // /system with no text removed it
+}
+
+// On a real terminal (a pty through script(1)): libedit line editing (backspace), history
+// recall with the up arrow, the history file under $XDG_STATE_HOME/qinfer, and bracketed
+// paste (a multi-line paste is one message; a one-line paste is typed into the line).
+TEST_F(DemoModel, ChatLineEditingOnATerminal) {
+  if (std::system("command -v script >/dev/null 2>&1") != 0) GTEST_SKIP() << "script(1) not installed";
+  std::string state = temp_path("state"), saved = temp_path("tty.json"), keys = temp_path("keys.txt");
+  fs::remove_all(state);
+  fs::remove(saved);
+  std::ofstream(keys) << "/system one\r\x1b[A two\r"
+                       << "say: \x1b[200~hello\nworld\x1b[201~"
+                       << "\x1b[200~/sa\x1b[201~ve " << saved << "X\x7f\r/exit\r";
+  std::string cmd = "XDG_STATE_HOME=" + state + " timeout 120 script -qec '" + std::string(QINFER_BINARY) +
+                    " chat --model " + dir_ + " --max-tokens 2 --no-think' /dev/null < " + keys + " > /dev/null 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  nlohmann::json conv = nlohmann::json::parse(slurp(saved));  // the X was erased by the backspace
+  ASSERT_EQ(conv.size(), 3u) << conv.dump();
+  EXPECT_EQ(conv[0]["content"], "one two");  // the up arrow brought back "/system one"
+  EXPECT_EQ(conv[1], (nlohmann::json{{"role", "user"}, {"content", "say: hello\nworld"}}));
+  std::string hist = slurp(state + "/qinfer/chat_history");
+  EXPECT_NE(hist.find("/system\\040one\\040two"), std::string::npos) << hist;
 }
 
 // /image: a bad file is reported (naming it) and the chat goes on; an image for this

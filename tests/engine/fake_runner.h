@@ -8,6 +8,8 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "engine/model_runner.h"
@@ -52,6 +54,8 @@ class FakeSequence : public RunnerSequence {
   uint64_t hash = 1469598103934665603ull;
   int last = -1;
   int64_t n = 0;
+  // Speculative verify (RunnerStep::keep_states): (hash, last) after each token of the step.
+  std::vector<std::pair<uint64_t, int>> kept;
 };
 
 // Greedy target of a history hash.
@@ -94,17 +98,30 @@ class FakeRunner : public ModelRunner {
     }
     for (const auto& s : steps) {
       auto* q = static_cast<FakeSequence*>(s.seq);
+      q->kept.clear();
       for (int64_t i = 0; i < s.n_tokens; ++i) {
         q->hash = fake_mix(q->hash, s.tokens[i]);
         q->last = s.tokens[i];
+        if (s.all_logits) fake_fill(q->hash, q->last, s.logits + i * kFakeVocab);
+        if (s.hidden) s.hidden[i] = static_cast<float>(q->hash % 1000);
+        if (s.keep_states) q->kept.emplace_back(q->hash, q->last);
       }
       q->n += s.n_tokens;
       if (q->n > max_ctx_) fail("fake: past context");
-      fake_fill(q->hash, q->last, s.logits);
+      if (!s.all_logits) fake_fill(q->hash, q->last, s.logits);
       sizes.push_back(s.n_tokens);
     }
     std::lock_guard<std::mutex> lk(stats_->mu);
     stats_->calls.push_back(sizes);
+  }
+  // Speculation support: one hidden value per token, and rollback of a keep_states step.
+  int64_t hidden_size() const override { return 1; }
+  void rollback(RunnerSequence* seq, int64_t keep) override {
+    auto* q = static_cast<FakeSequence*>(seq);
+    if (keep < 1 || keep > static_cast<int64_t>(q->kept.size())) fail("fake: rollback outside the verify step");
+    q->n -= static_cast<int64_t>(q->kept.size()) - keep;
+    std::tie(q->hash, q->last) = q->kept[keep - 1];
+    q->kept.clear();
   }
 
  private:

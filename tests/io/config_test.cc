@@ -2,7 +2,12 @@
 // or ill-typed keys named in the error.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
+#include <chrono>
+#include <filesystem>
 #include <fstream>
+#include <functional>
 #include <stdexcept>
 
 #include "io/config.h"
@@ -73,6 +78,119 @@ TEST(Config, MissingAndBadKeysAreNamed) {
   expect_error(e, "mrope_section sums to 3");
   auto f = j; f["quantization_config"] = {{"quant_method", "awq"}};
   expect_error(f, "quantization_config.quant_method");
+}
+
+}  // namespace
+}  // namespace qinfer
+
+namespace qinfer {
+namespace {
+
+nlohmann::json tiny_config() {
+  std::ifstream in(std::string(QINFER_FIXTURES_DIR) + "/text/qwen35moe-tiny-s1/bf16/config.json");
+  return nlohmann::json::parse(in);
+}
+
+std::string config_error(const nlohmann::json& cfg) {
+  try {
+    parse_config(cfg, "config.json");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// Integers are range-checked as the JSON numbers they are; floats that would make every
+// output NaN are refused at load.
+TEST(Config, HostileNumbersAreRefused) {
+  const auto j = tiny_config();
+  struct Case {
+    std::function<void(nlohmann::json&)> edit;
+    std::string expect;
+  };
+  const std::vector<Case> cases = {
+      {[](auto& c) { c["quantization_config"] = {{"quant_method", "gptq"}, {"group_size", 4294967328ull}}; },
+       "quantization_config.group_size must be in [-1, 16777216], got 4294967328"},
+      {[](auto& c) { c["quantization_config"] = {{"quant_method", "gptq"}, {"bits", 4294967300ull}}; },
+       "quantization_config.bits"},
+      {[](auto& c) { c["text_config"]["rope_parameters"]["mrope_section"] = {2147483647, 2147483647, 4}; },
+       "mrope_section must hold integers in [0, 1048576]"},
+      {[](auto& c) { c["text_config"]["rms_norm_eps"] = -1e-6; }, "text_config.rms_norm_eps must be in (0, 1)"},
+      {[](auto& c) { c["text_config"]["rms_norm_eps"] = 0; }, "text_config.rms_norm_eps"},
+      {[](auto& c) { c["text_config"]["rope_parameters"]["rope_theta"] = -10000; }, "rope_theta must be positive"},
+      {[](auto& c) { c["text_config"]["rope_parameters"]["rope_theta"] = 0; }, "rope_theta must be positive"},
+      {[](auto& c) { c["text_config"]["mtp_num_hidden_layers"] = 4294967297ull; }, "mtp_num_hidden_layers"},
+      {[](auto& c) { c["text_config"]["bos_token_id"] = 18446744073709551615ull; }, "bos_token_id"},
+      {[](auto& c) { c["text_config"]["eos_token_id"] = 4294967301ull; }, "eos_token_id must hold integers"},
+      {[](auto& c) { c["image_token_id"] = int64_t{-5}; }, "image_token_id must be in [-1"},
+      {[](auto& c) { c["text_config"]["max_position_embeddings"] = 9223372036854775807ll; }, "max_position_embeddings"},
+      {[](auto& c) { c["text_config"]["full_attention_interval"] = 4294967300ull; c["text_config"].erase("layer_types"); },
+       "full_attention_interval must be in [1"},
+  };
+  for (const auto& c : cases) {
+    auto cfg = j;
+    c.edit(cfg);
+    std::string err = config_error(cfg);
+    EXPECT_NE(err.find(c.expect), std::string::npos) << "want \"" << c.expect << "\" in: " << err;
+  }
+}
+
+nlohmann::json with_dynamic(const std::string& pattern) {
+  auto c = tiny_config();
+  c["quantization_config"] = {{"quant_method", "gptq"}, {"bits", 4}, {"group_size", 32},
+                              {"dynamic", {{"-:" + pattern, nlohmann::json::object()}}}};
+  return c;
+}
+
+// std::regex recursed once per nested group (a stack overflow with thousands of groups) and
+// backtracked without limit ((.*.*)*...X$ ran for minutes): PCRE2 with limits refuses both.
+TEST(Config, DynamicRegexCannotCrashOrHang) {
+  std::string nested = std::string(5000, '(') + "a" + std::string(5000, ')');
+  std::string err = config_error(with_dynamic(nested));
+  EXPECT_NE(err.find("bad regular expression"), std::string::npos) << err;
+  EXPECT_NE(err.find("quantization_config.dynamic"), std::string::npos) << err;
+
+  // Exponential backtracking that PCRE2's start-up optimisations cannot skip ('!' is present).
+  ModelConfig c = parse_config(with_dynamic(R"((\w|\w)*!$)"), "config.json");
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    c.quant.match("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!x");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("too much backtracking"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5.0);
+  // Ordinary anchored rules still behave like re.match.
+  ModelConfig ok = parse_config(with_dynamic(R"(.*\.mlp\.gate$)"), "config.json");
+  EXPECT_NE(ok.quant.match("model.layers.0.mlp.gate"), nullptr);
+  EXPECT_EQ(ok.quant.match("model.layers.0.mlp.gate_proj"), nullptr);
+  ModelConfig pre = parse_config(with_dynamic(R"(model\.visual)"), "config.json");
+  EXPECT_NE(pre.quant.match("model.visual.blocks.0"), nullptr);
+  EXPECT_EQ(pre.quant.match("x.model.visual"), nullptr);  // anchored at the start
+}
+
+TEST(Config, DeepNestingAndFifosInTheModelFolder) {
+  std::string dir = testing::TempDir() + "/config_hostile";
+  std::filesystem::create_directories(dir);
+  std::string text = tiny_config().dump();
+  text.insert(text.size() - 1, ", \"deep\": " + std::string(50000, '[') + std::string(50000, ']'));
+  std::ofstream(dir + "/config.json") << text;
+  try {
+    load_config(dir);
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(dir + "/config.json: JSON nested deeper than 256 levels at deep"),
+              std::string::npos) << e.what();
+  }
+  std::filesystem::remove(dir + "/config.json");
+  ASSERT_EQ(::mkfifo((dir + "/config.json").c_str(), 0644), 0);
+  try {
+    load_config(dir);
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not a regular file"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

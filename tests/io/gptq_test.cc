@@ -118,3 +118,56 @@ TEST(Gptq, RoundTripAsymV1V2AndDescAct) {
 
 }  // namespace
 }  // namespace qinfer
+
+namespace qinfer {
+namespace {
+
+// A valid safetensors file may put a tensor at any byte offset: a one-byte tensor first
+// leaves every GPTQ tensor misaligned (UBSan flagged the old uint16_t/int32_t loads).
+// A NaN scale is refused naming the file and the tensor.
+TEST(Gptq, UnalignedTensorsAndNanScales) {
+  const int64_t K = 32, N = 8;
+  GptqLinear w;
+  w.rows = N; w.cols = K; w.group_size = 16; w.num_groups = 2;
+  w.q.resize(N * K); w.scale.resize(N * 2); w.zero.resize(N * 2);
+  for (size_t i = 0; i < w.q.size(); ++i) w.q[i] = static_cast<uint8_t>((i * 5) % 16);
+  for (size_t i = 0; i < w.zero.size(); ++i) w.zero[i] = static_cast<uint8_t>(i % 16);
+  for (size_t i = 0; i < w.scale.size(); ++i) w.scale[i] = 0.125f * static_cast<float>(i + 1);
+  w.g_idx.resize(K);
+  for (int64_t k = 0; k < K; ++k) w.g_idx[k] = static_cast<int32_t>((k * 3) % 2);
+  GptqPacked p = pack_gptq(w, false);
+  for (bool nan : {false, true}) {
+    auto dir = fs::temp_directory_path() / ("qinfer_gptq_unaligned_" + std::to_string(nan) + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    SafetensorsWriter sw;
+    sw.add("a.pad", DType::U8, {1}, {7});  // sorts first: every later tensor starts at an odd offset
+    sw.add("m.qweight", DType::I32, {K / 8, N}, raw(p.qweight));
+    sw.add("m.qzeros", DType::I32, {2, N / 8}, raw(p.qzeros));
+    std::vector<uint16_t> sc = p.scales_f16;
+    if (nan) sc[3] = 0x7E00;
+    sw.add("m.scales", DType::F16, {2, N}, raw(sc));
+    sw.add("m.g_idx", DType::I32, {K}, raw(p.g_idx));
+    sw.write((dir / "model.safetensors").string());
+    auto ck = Checkpoint::open(dir.string());
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(ck->get("m.scales").data) % 2, 1u);
+    if (!nan) {
+      GptqLinear r = load_gptq(*ck, sym_config(16, false, true), "m", N, K);
+      EXPECT_EQ(r.q, w.q);
+      EXPECT_EQ(r.scale, w.scale);
+      EXPECT_EQ(r.g_idx, w.g_idx);
+    } else {
+      try {
+        load_gptq(*ck, sym_config(16, false, true), "m", N, K);
+        ADD_FAILURE();
+      } catch (const Error& e) {
+        std::string m = e.what();
+        EXPECT_NE(m.find((dir / "model.safetensors").string() + ": tensor m.scales: element 3 is not finite"),
+                  std::string::npos) << m;
+      }
+    }
+    fs::remove_all(dir);
+  }
+}
+
+}  // namespace
+}  // namespace qinfer

@@ -2,6 +2,8 @@
 // file gives an Error naming the file and the tensor.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -136,6 +138,10 @@ TEST(Safetensors, BadHeaders) {
       {R"({"w":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", 8, "bad shape"},
       {R"({"w":{"dtype":"F32","data_offsets":[0,8]}})", 8, "needs dtype, shape and data_offsets"},
       {R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8])", 8, "malformed"},
+      // 10k levels in the header used to be parsed then walked recursively.
+      {"{\"w\":" + std::string(10000, '[') + std::string(10000, ']') + "}", 8, "JSON nested deeper than 256 levels at w"},
+      {R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"__metadata__":{"a":)" + std::string(300, '[') +
+           std::string(300, ']') + "}}", 8, "nested deeper than 256 levels at __metadata__.a"},
   };
   for (const auto& c : cases) {
     std::string err = error_of(write_raw(dir, c.header, c.data));
@@ -171,6 +177,30 @@ TEST(Checkpoint, MissingShardAndFolder) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("model-00001-of-00002.safetensors"), std::string::npos) << e.what();
   }
+}
+
+}  // namespace
+}  // namespace qinfer
+
+namespace qinfer {
+namespace {
+
+TEST(Safetensors, FifoOrDeviceInPlaceOfAWeightFile) {
+  std::string dir = testing::TempDir() + "/st_fifo";
+  std::filesystem::create_directories(dir);
+  std::string path = dir + "/model.safetensors";
+  std::filesystem::remove(path);
+  ASSERT_EQ(::mkfifo(path.c_str(), 0644), 0);
+  // open() of a FIFO with no writer blocked forever: now refused at once.
+  try {
+    SafetensorsFile f(path);
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(path + ": not a regular file"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove(path);
+  EXPECT_THROW(SafetensorsFile("/dev/null"), Error);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

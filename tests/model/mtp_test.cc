@@ -8,7 +8,8 @@
 namespace qinfer::test {
 namespace {
 
-constexpr double kRelTol = 1e-3;
+constexpr double kRelTol = 1e-3;   // relative L2, as golden_test.cc
+constexpr double kAbsTol = 1e-3;   // max abs on logits: FORMAT.md's recommended float32 tolerance
 
 Model& mtp_model(const std::string& dir) {
   static std::map<std::string, std::unique_ptr<Model>> models;
@@ -49,12 +50,14 @@ TEST_P(MtpGolden, DraftLogits) {
     std::printf("  %-28s p%d MTP last row      rel-L2 %.3e  max-abs %.3e\n", short_name(dir).c_str(), p, dl.rel_l2,
                 dl.max_abs);
     EXPECT_LT(dl.rel_l2, kRelTol);
+    EXPECT_LT(dl.max_abs, kAbsTol);
     if (g.has(pre + "mtp_logits")) {
       const std::vector<float> all = g.f32(pre + "mtp_logits");
       Diff d = compare(mlog.data(), all.data(), all.size());
       std::printf("  %-28s p%d MTP all rows      rel-L2 %.3e  max-abs %.3e\n", short_name(dir).c_str(), p, d.rel_l2,
                   d.max_abs);
       EXPECT_LT(d.rel_l2, kRelTol);
+      EXPECT_LT(d.max_abs, kAbsTol);
     }
 
     // Row by row (an MTP cache built incrementally) gives the same last row.
@@ -75,6 +78,141 @@ TEST(Mtp, NeedsTheHead) {
   std::vector<int> next = {1};
   std::vector<float> h(m.config().text.hidden_size), l(m.config().text.vocab_size);
   EXPECT_THROW(m.forward_mtp({{s.get(), next.data(), h.data(), 1, l.data(), false}}), Error);
+}
+
+}  // namespace
+}  // namespace qinfer::test
+
+namespace qinfer::test {
+namespace {
+
+// Speculative verification at the model level: after the prompt, one keep_states
+// step of [g0, d1..dK] where the drafts are the golden greedy tokens corrupted from
+// index `bad` on; its rows must equal the golden decode logits up to the first wrong
+// input, and after rollback(keep) the state must be exactly that of plain decoding:
+// the following decode steps reproduce the golden decode logits.
+class VerifyRollback : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(VerifyRollback, KeepsExactlyTheAcceptedPrefix) {
+  const std::string dir = GetParam();
+  Model& m = cached_model(dir);
+  Golden g(dir);
+  const int64_t V = m.config().text.vocab_size;
+  for (int p = 0; p < g.num_prompts(); ++p) {
+    const std::string pre = "p" + std::to_string(p) + ".";
+    const std::vector<int> ids = g.i32(pre + "input_ids");
+    const std::vector<int> greedy = g.i32(pre + "greedy_tokens");
+    const std::vector<float> dec = g.f32(pre + "decode_logits");   // [16][V]
+    for (int K : {1, 3, 4}) {
+      for (int keep = 1; keep <= K + 1; ++keep) {
+        auto s = m.new_sequence();
+        run(m, *s, ids, false);
+        // Inputs: greedy[0..keep-1] correct, then wrong tokens.
+        std::vector<int> in(greedy.begin(), greedy.begin() + K + 1);
+        for (int t = keep; t <= K; ++t) in[t] = (greedy[t] + 7) % 500;
+        std::vector<float> logits((K + 1) * V);
+        Model::Step st;
+        st.state = s.get();
+        st.tokens = in.data();
+        st.n_tokens = K + 1;
+        st.logits = logits.data();
+        st.all_logits = true;
+        st.keep_states = true;
+        m.forward({st});
+        for (int t = 0; t < keep; ++t) {
+          Diff d = compare(logits.data() + t * V, dec.data() + t * V, V);
+          EXPECT_LT(d.max_abs, 1e-3) << short_name(dir) << " p" << p << " K" << K << " keep " << keep << " row " << t;
+        }
+        EXPECT_EQ(s->verify_tokens(), K + 1);
+        s->rollback(keep);
+        EXPECT_EQ(s->n_tokens(), static_cast<int64_t>(ids.size()) + keep);
+        EXPECT_EQ(s->verify_tokens(), 0);
+        EXPECT_THROW(s->rollback(1), Error);   // nothing pending any more
+        // Continue with plain decoding from greedy[keep]: rows keep.. of the golden decode.
+        for (int t = keep; t < keep + 3 && t < 16; ++t) {
+          std::vector<float> one = run(m, *s, {greedy[t]}, false);
+          Diff d = compare(one.data(), dec.data() + t * V, V);
+          EXPECT_LT(d.max_abs, 1e-3) << short_name(dir) << " p" << p << " K" << K << " keep " << keep
+                                     << " decode " << t;
+          EXPECT_EQ(argmax(one.data(), V), t + 1 < 16 ? greedy[t + 1] : argmax(dec.data() + t * V, V));
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, VerifyRollback, ::testing::ValuesIn(fixture_dirs()),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return fixture_test_name(i.param); });
+
+TEST(VerifyRollback, BadUseIsAnError) {
+  Model& m = cached_model(fixtures_dir() + "/qwen35moe-tiny-s1/bf16");
+  auto s = m.new_sequence();
+  EXPECT_THROW(s->rollback(1), Error);
+  std::vector<int> ids = {1, 2, 3};
+  std::vector<float> logits(3 * m.config().text.vocab_size);
+  Model::Step st{s.get(), ids.data(), 3, logits.data(), true, nullptr, true};
+  m.forward({st});
+  EXPECT_THROW(s->rollback(0), Error);
+  EXPECT_THROW(s->rollback(4), Error);
+  s->rollback(3);
+  EXPECT_EQ(s->n_tokens(), 3);
+  std::vector<int> many(Model::kMaxVerifyTokens + 1, 5);
+  std::vector<float> big(many.size() * m.config().text.vocab_size);
+  Model::Step st2{s.get(), many.data(), static_cast<int64_t>(many.size()), big.data(), true, nullptr, true};
+  EXPECT_THROW(m.forward({st2}), Error);
+  EXPECT_EQ(s->n_tokens(), 3);
+}
+
+// The MTP cache can skip the head: logits == nullptr brings the cache up to date only,
+// and later rows give the same logits as a run that computed every row.
+TEST(Mtp, CacheOnlyStepsMatch) {
+  const std::string dir = fixtures_dir() + "/qwen35moe-tiny-s1/bf16";
+  Model& m = mtp_model(dir);
+  Golden g(dir);
+  const int64_t V = m.config().text.vocab_size, H = m.config().text.hidden_size;
+  const std::vector<int> ids = g.i32("p1.input_ids");
+  const std::vector<int> next = g.i32("p1.mtp_input_ids");
+  const int64_t T = static_cast<int64_t>(ids.size());
+  auto s = m.new_sequence();
+  std::vector<float> logits(T * V), hidden(T * H);
+  m.forward({{s.get(), ids.data(), T, logits.data(), true, hidden.data()}});
+  m.forward_mtp({{s.get(), next.data(), hidden.data(), T - 1, nullptr, false}});
+  std::vector<float> last(V);
+  m.forward_mtp({{s.get(), next.data() + T - 1, hidden.data() + (T - 1) * H, 1, last.data(), false}});
+  EXPECT_LT(compare(last.data(), g.f32("p1.mtp_logits_last").data(), V).rel_l2, kRelTol);
+}
+
+// The cheaper draft heads: vocab_limit N gives the first N columns of the full draft
+// logits; int8_head gives logits close to the BF16 ones (an int8 per-row copy of lm_head).
+TEST(Mtp, CheaperDraftHeads) {
+  const std::string dir = fixtures_dir() + "/qwen35moe-tiny-s1/bf16";
+  Model& m = mtp_model(dir);
+  Golden g(dir);
+  const int64_t V = m.config().text.vocab_size, H = m.config().text.hidden_size;
+  const std::vector<int> ids = g.i32("p0.input_ids"), next = g.i32("p0.mtp_input_ids");
+  const int64_t T = static_cast<int64_t>(ids.size());
+  std::vector<float> logits(T * V), hidden(T * H);
+  auto s = m.new_sequence();
+  m.forward({{s.get(), ids.data(), T, logits.data(), true, hidden.data()}});
+  auto draft = [&](int64_t limit, bool int8) {
+    std::vector<float> out(T * (limit > 0 ? limit : V));
+    m.forward_mtp({{s.get(), next.data(), hidden.data(), T, out.data(), true, nullptr, limit, int8}});
+    s->rewind_mtp(0);
+    return out;
+  };
+  const std::vector<float> full = draft(0, false), q8 = draft(0, true), part = draft(100, false),
+                           part_q8 = draft(100, true);
+  const Diff dq = compare(q8.data(), full.data(), full.size());
+  std::printf("  int8 draft head vs bf16: rel-L2 %.3e max-abs %.3e\n", dq.rel_l2, dq.max_abs);
+  EXPECT_LT(dq.rel_l2, 2e-2);
+  EXPECT_GT(dq.max_abs, 0.0) << "the int8 head is a different encoding";
+  for (int64_t t = 0; t < T; ++t) {
+    EXPECT_LT(compare(part.data() + t * 100, full.data() + t * V, 100).max_abs, 1e-6) << "row " << t;
+    EXPECT_LT(compare(part_q8.data() + t * 100, q8.data() + t * V, 100).max_abs, 1e-6) << "row " << t;
+  }
+  EXPECT_THROW(m.forward_mtp({{s.get(), next.data(), hidden.data(), 1, logits.data(), false, nullptr, 0, true},
+                              {m.new_sequence().get(), next.data(), hidden.data(), 1, logits.data(), false}}),
+               Error);
 }
 
 }  // namespace

@@ -369,3 +369,90 @@ TEST(SamplingParams, ValidationNamesTheField) {
 
 }  // namespace
 }  // namespace qinfer::sampling
+
+namespace qinfer::sampling {
+namespace {
+
+// Verifying a one-hot draft: many seeded draws of one step give the target's own
+// distribution (after temperature / top_k / top_p), whatever the draft, and the draft is
+// accepted with probability p(draft).
+TEST(SamplerDraft, RejectionSamplingKeepsTheTargetDistribution) {
+  const std::vector<double> probs = {0.05, 0.30, 0.02, 0.18, 0.25, 0.07, 0.10, 0.03};
+  const std::vector<float> logits = logits_for(probs);
+  struct Case {
+    float temperature;
+    int top_k;
+    float top_p;
+  };
+  for (const Case c : {Case{1.0f, -1, 1.0f}, Case{0.7f, 5, 1.0f}, Case{1.3f, -1, 0.8f}}) {
+    // The processed target distribution, from plain sampling's rules.
+    std::vector<double> w(probs.size());
+    for (size_t i = 0; i < probs.size(); ++i) w[i] = std::exp(std::log(probs[i]) / c.temperature);
+    std::vector<size_t> order(probs.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return w[a] > w[b]; });
+    double z = 0;
+    for (double x : w) z += x;
+    std::vector<double> target(probs.size(), 0.0);
+    double above = 0;
+    for (size_t r = 0; r < order.size(); ++r) {
+      const bool in_k = c.top_k < 0 || static_cast<int>(r) < c.top_k;
+      const bool in_p = r == 0 || above < c.top_p * z;
+      if (in_k && in_p) target[order[r]] = w[order[r]];
+      above += w[order[r]];
+    }
+    double tz = 0;
+    for (double x : target) tz += x;
+    for (double& x : target) x /= tz;
+    for (int32_t draft : {1, 4, 2, 7}) {
+      const int N = 40000;
+      std::vector<int> count(probs.size(), 0);
+      int accepted = 0;
+      for (int i = 0; i < N; ++i) {
+        SamplingParams p;
+        p.temperature = c.temperature;
+        p.top_k = c.top_k;
+        p.top_p = c.top_p;
+        p.seed = 1000 + i;
+        Sampler s(p, static_cast<int32_t>(probs.size()));
+        SampleResult r = s.verify_draft(logits, draft);
+        ++count[r.token];
+        accepted += r.draft_accepted;
+        EXPECT_EQ(r.draft_accepted, r.token == draft);
+      }
+      for (size_t t = 0; t < probs.size(); ++t) {
+        const double f = double(count[t]) / N, sd = std::sqrt(target[t] * (1 - target[t]) / N);
+        EXPECT_NEAR(f, target[t], 5 * sd + 1e-9) << "T " << c.temperature << " top_k " << c.top_k << " top_p "
+                                                 << c.top_p << " draft " << draft << " token " << t;
+      }
+      const double pd = target[draft], sd = std::sqrt(pd * (1 - pd) / N);
+      EXPECT_NEAR(double(accepted) / N, pd, 5 * sd + 1e-9) << "acceptance of draft " << draft;
+    }
+  }
+}
+
+TEST(SamplerDraft, GreedyKeepsOnlyTheArgmaxAndSeedsReproduce) {
+  const std::vector<float> logits = random_logits(300, 5);
+  const int32_t best = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  SamplingParams g;
+  g.temperature = 0;
+  Sampler s(g, 300);
+  SampleResult a = s.verify_draft(logits, best), b = s.verify_draft(logits, (best + 1) % 300);
+  EXPECT_TRUE(a.draft_accepted);
+  EXPECT_EQ(a.token, best);
+  EXPECT_FALSE(b.draft_accepted);
+  EXPECT_EQ(b.token, best);
+  SamplingParams r;
+  r.temperature = 0.8f;
+  r.seed = 42;
+  Sampler s1(r, 300), s2(r, 300);
+  for (int i = 0; i < 50; ++i) {
+    const int32_t d = (i * 37) % 300;
+    SampleResult x = s1.verify_draft(logits, d), y = s2.verify_draft(logits, d);
+    EXPECT_EQ(x.token, y.token);
+    EXPECT_EQ(x.draft_accepted, y.draft_accepted);
+  }
+}
+
+}  // namespace
+}  // namespace qinfer::sampling

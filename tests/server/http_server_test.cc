@@ -137,8 +137,9 @@ TEST_F(ServerTest, HealthModelsMetrics) {
   EXPECT_EQ(j["data"][0]["max_model_len"], 2048);
   auto x = c.Get("/metrics");
   ASSERT_TRUE(x);
-  EXPECT_NE(x->body.find("qinfer_num_requests_running"), std::string::npos);
-  EXPECT_NE(x->body.find("qinfer_time_to_first_token_seconds_bucket"), std::string::npos);
+  EXPECT_NE(x->body.find("vllm:num_requests_running{model_name=\"qwen-test\",engine=\"0\"} "), std::string::npos);
+  EXPECT_NE(x->body.find("vllm:time_to_first_token_seconds_bucket{model_name=\"qwen-test\",engine=\"0\",le=\"0.001\"}"),
+            std::string::npos);
   auto nf = c.Get("/v1/nothing");
   ASSERT_TRUE(nf);
   EXPECT_EQ(nf->status, 401);  // /v1 needs the key first

@@ -264,3 +264,59 @@ TEST(ApiError, JsonShape) {
 
 }  // namespace
 }  // namespace qinfer::server
+
+#include "util/json_parse.h"
+
+namespace qinfer::server {
+namespace {
+
+// Issue 12 item 6: integers used to be truncated to int (n: 2^32+1 -> 1, top_k: 2^32 -> 0,
+// stop_token_ids [2^40] -> token 0, logit_bias "4294967296" -> token 0).
+TEST(ChatRequest, HugeIntegersAreRefusedNotTruncated) {
+  for (const char* k : {"n", "top_k", "min_tokens", "max_tokens"}) {
+    json b = chat_body();
+    b[k] = uint64_t{4294967297};
+    if (std::string(k) == "max_tokens") b[k] = uint64_t{18446744073709551615u};
+    expect_error(b, 400, k);
+  }
+  json b = chat_body();
+  b["stop_token_ids"] = json::array({int64_t{1} << 40});
+  expect_error(b, 400, "stop_token_ids[0]");
+  b = chat_body();
+  b["logit_bias"] = json{{"4294967296", 1.0}};
+  expect_error(b, 400, "logit_bias[4294967296]");
+}
+
+// Issue 12 item 7: chat_template_kwargs could override the validated messages/tools.
+TEST(ChatRequest, ReservedTemplateKwargsAreRefused) {
+  for (const char* k : {"messages", "tools", "add_generation_prompt"}) {
+    json b = chat_body();
+    b["chat_template_kwargs"] = json{{k, json::array()}};
+    expect_error(b, 400, std::string("chat_template_kwargs.") + k);
+  }
+}
+
+// Issue 12 item 1: a deep body is refused at parse time naming the field where the limit passed.
+TEST(ChatRequest, DeepNestingNamesTheField) {
+  auto nest = [](int d) { return std::string(d, '[') + std::string(d, ']'); };
+  const std::string deep = nest(100000);
+  const std::pair<std::string, std::string> cases[] = {
+      {R"({"messages": [{"role": "user", "content": )" + deep + "}]}", "messages[0].content"},
+      {R"({"tools": [{"type": "function", "function": {"parameters": )" + deep + "}}]}", "tools[0].function.parameters"},
+      {R"({"chat_template_kwargs": {"x": )" + deep + "}}", "chat_template_kwargs.x"},
+      {R"({"response_format": {"type": "json_schema", "json_schema": {"schema": )" + deep + "}}}",
+       "response_format.json_schema.schema"},
+  };
+  for (const auto& [text, field] : cases) {
+    try {
+      parse_ordered_json(text, "request body");
+      ADD_FAILURE() << field;
+    } catch (const JsonError& e) {
+      EXPECT_TRUE(e.too_deep()) << e.what();
+      EXPECT_EQ(e.field().rfind(field, 0), 0u) << e.field();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace qinfer::server

@@ -42,17 +42,22 @@ class ScriptedRunner : public engine::ModelRunner {
     std::lock_guard<std::mutex> lk(mu_);
     for (const auto& s : steps) {
       auto* q = static_cast<ScriptedSequence*>(s.seq);
-      q->history.insert(q->history.end(), s.tokens, s.tokens + s.n_tokens);
-      size_t m = 0;
-      for (size_t j = std::min(script_.size(), q->history.size()); j > 0; --j) {
-        if (std::equal(script_.begin(), script_.begin() + static_cast<long>(j), q->history.end() - static_cast<long>(j))) {
-          m = j;
-          break;
+      // all_logits: one row per token (each row predicts from the history up to it).
+      for (int64_t t = 0; t < s.n_tokens; ++t) {
+        q->history.push_back(s.tokens[t]);
+        if (!s.all_logits && t + 1 < s.n_tokens) continue;
+        float* row = s.all_logits ? s.logits + t * vocab_ : s.logits;
+        size_t m = 0;
+        for (size_t j = std::min(script_.size(), q->history.size()); j > 0; --j) {
+          if (std::equal(script_.begin(), script_.begin() + static_cast<long>(j), q->history.end() - static_cast<long>(j))) {
+            m = j;
+            break;
+          }
         }
+        int target = m < script_.size() ? script_[m] : eos_;
+        std::fill(row, row + vocab_, 0.f);
+        row[target] = 100.f;
       }
-      int target = m < script_.size() ? script_[m] : eos_;
-      std::fill(s.logits, s.logits + vocab_, 0.f);
-      s.logits[target] = 100.f;
     }
   }
 

@@ -42,15 +42,30 @@ TEST(ServeOptions, SeveralServedNamesAndEqualsForm) {
   EXPECT_EQ(o.model_dir, "m");
 }
 
+void expect_fail(std::vector<std::string> args, const std::string& needle) {
+  try {
+    parse(args);
+    ADD_FAILURE() << "no error, wanted " << needle;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(ServeOptions, PrefixCachingFlags) {
+  auto d = parse({"m"});
+  EXPECT_TRUE(d.enable_prefix_caching);   // on by default, as vLLM V1
+  EXPECT_LT(d.prefix_cache_gb, 0);        // budget from MemAvailable
+  auto on = parse({"m", "--enable-prefix-caching", "--prefix-cache-gb", "2.5"});
+  EXPECT_TRUE(on.enable_prefix_caching);
+  EXPECT_EQ(on.prefix_cache_gb, 2.5);
+  EXPECT_TRUE(on.ignored.empty());        // real flags now, not accepted-and-ignored
+  EXPECT_FALSE(parse({"m", "--no-enable-prefix-caching"}).enable_prefix_caching);
+  expect_fail({"m", "--prefix-cache-gb", "-1"}, "--prefix-cache-gb");
+  expect_fail({"m", "--prefix-cache-gb", "lots"}, "--prefix-cache-gb");
+  expect_fail({"m", "--enable-prefix-caching", "--no-enable-prefix-caching"}, "--no-enable-prefix-caching");
+}
+
 TEST(ServeOptions, ErrorsNameTheFlag) {
-  auto expect_fail = [](std::vector<std::string> args, const std::string& needle) {
-    try {
-      parse(args);
-      ADD_FAILURE() << "no error, wanted " << needle;
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-    }
-  };
   expect_fail({}, "MODEL_DIR");
   expect_fail({"m", "--port", "99999"}, "--port");
   expect_fail({"m", "--port", "x"}, "--port");
@@ -69,6 +84,56 @@ TEST(ServeOptions, DenseFlagAsInTheOtherCommands) {
   EXPECT_TRUE(parse({"m", "--dense", "int8"}).dense_int8);
   EXPECT_FALSE(parse({"m", "--dense", "bf16"}).dense_int8);
   EXPECT_TRUE(parse({"m", "--dense-int8"}).dense_int8);
+}
+
+TEST(ServeOptions, MaxModelLenSuffixesAsVllm) {
+  EXPECT_EQ(parse({"m", "--max-model-len", "32k"}).max_model_len, 32000);
+  EXPECT_EQ(parse({"m", "--max-model-len", "32K"}).max_model_len, 32768);
+  EXPECT_EQ(parse({"m", "--max-model-len", "1M"}).max_model_len, 1048576);
+  EXPECT_EQ(parse({"m", "--max-model-len", "1m"}).max_model_len, 1000000);
+  EXPECT_EQ(parse({"m", "--max-model-len", "25.6k"}).max_model_len, 25600);
+  EXPECT_EQ(parse({"m", "--max-model-len", "262144"}).max_model_len, 262144);
+  EXPECT_EQ(parse({"m", "--max-model-len", "-1"}).max_model_len, 0);
+  EXPECT_EQ(parse({"m", "--max-model-len", "auto"}).max_model_len, 0);
+  expect_fail({"m", "--max-model-len", "1.5K"}, "--max-model-len");
+  expect_fail({"m", "--max-model-len", "12x"}, "--max-model-len");
+  expect_fail({"m", "--max-model-len", "0"}, "--max-model-len");
+  expect_fail({"m", "--max-model-len", "k"}, "--max-model-len");
+}
+
+TEST(ServeOptions, OperationalFlags) {
+  auto o = parse({"m", "--chat-template", "/t.jinja", "--default-chat-template-kwargs", "{\"enable_thinking\": false}",
+                  "--language-model-only", "--mm-encoder-tp-mode", "data", "--enable-prefix-caching",
+                  "--ssl-keyfile", "k.pem", "--ssl-certfile", "c.pem", "--allowed-origins", "[\"http://a\"]",
+                  "--allowed-methods", "[\"GET\",\"POST\"]", "--allowed-headers", "[\"Authorization\"]",
+                  "--allow-credentials", "--max-waiting-requests", "5", "--request-timeout", "2.5",
+                  "--drain-timeout", "7", "--disable-uvicorn-access-log"});
+  EXPECT_EQ(o.chat_template, "/t.jinja");
+  EXPECT_EQ(o.default_chat_template_kwargs["enable_thinking"], false);
+  EXPECT_TRUE(o.language_model_only);
+  EXPECT_EQ(o.mm_encoder_tp_mode, "data");
+  EXPECT_TRUE(o.enable_prefix_caching);
+  EXPECT_EQ(o.ssl_keyfile, "k.pem");
+  EXPECT_EQ(o.ssl_certfile, "c.pem");
+  EXPECT_EQ(o.allowed_origins, std::vector<std::string>{"http://a"});
+  EXPECT_EQ(o.allowed_methods, (std::vector<std::string>{"GET", "POST"}));
+  EXPECT_EQ(o.allowed_headers, std::vector<std::string>{"Authorization"});
+  EXPECT_TRUE(o.allow_credentials);
+  EXPECT_EQ(o.max_waiting, 5);
+  EXPECT_DOUBLE_EQ(o.request_timeout, 2.5);
+  EXPECT_DOUBLE_EQ(o.drain_timeout, 7);
+  EXPECT_FALSE(o.access_log);
+  EXPECT_EQ(o.ignored, std::vector<std::string>{"--mm-encoder-tp-mode data"});
+  auto d = parse({"m"});
+  EXPECT_EQ(d.allowed_origins, std::vector<std::string>{"*"});
+  EXPECT_FALSE(d.allow_credentials);
+  EXPECT_TRUE(d.access_log);
+  expect_fail({"m", "--ssl-keyfile", "k.pem"}, "--ssl-certfile");
+  expect_fail({"m", "--allowed-origins", "*"}, "--allowed-origins");
+  expect_fail({"m", "--allowed-origins", "[1]"}, "--allowed-origins");
+  expect_fail({"m", "--default-chat-template-kwargs", "[]"}, "--default-chat-template-kwargs");
+  expect_fail({"m", "--mm-encoder-tp-mode", "tensor"}, "--mm-encoder-tp-mode");
+  expect_fail({"m", "--request-timeout", "-1"}, "--request-timeout");
 }
 
 }  // namespace

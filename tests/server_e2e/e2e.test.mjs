@@ -205,7 +205,12 @@ test('too many images is a 400', chatOnly, async () => {
 test('completions with a text prompt, echo and logprobs', chatOnly, async () => {
   const r = await client.completions.create({ model, prompt: 'Once upon', max_tokens: 4, echo: true, logprobs: 2 });
   assert.ok(r.choices[0].text.startsWith('Once upon'));
-  assert.equal(r.choices[0].logprobs.tokens.length, r.usage.completion_tokens);
+  // As vLLM: with echo the logprobs cover the prompt too; the first prompt token has none.
+  const lp = r.choices[0].logprobs;
+  assert.equal(lp.tokens.length, r.usage.prompt_tokens + r.usage.completion_tokens);
+  assert.equal(lp.token_logprobs[0], null);
+  assert.ok(lp.token_logprobs.slice(1).every((x) => typeof x === 'number' && x <= 0));
+  assert.equal(lp.tokens.slice(0, r.usage.prompt_tokens).join(''), 'Once upon');
 });
 
 test('a client that goes away frees its slot', async () => {
@@ -226,5 +231,5 @@ test('a client that goes away frees its slot', async () => {
     after = await metric('qinfer_requests_aborted_total');
   }
   assert.ok(after > before, `aborted count ${before} -> ${after}`);
-  assert.equal(await metric('qinfer_num_requests_running'), 0);
+  assert.equal(await metric('vllm:num_requests_running'), 0);
 });

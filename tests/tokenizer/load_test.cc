@@ -202,3 +202,59 @@ TEST(TokenizerLoad, ConfigErrorsNameTheConfig) {
 
 }  // namespace
 }  // namespace qinfer
+
+namespace qinfer {
+namespace {
+
+// Ids above INT_MAX used to wrap (4294967301 replaced token 5; 3000000000 indexed wild memory)
+// and 999999999 allocated ~14 GB of per-id tables: every id is checked against the vocabulary.
+TEST(TokenizerLoad, TokenIdsBoundedByTheVocabulary) {
+  const json base = mini_tokenizer({"ab"}, {"a b"});
+  for (int64_t bad : {int64_t{3000000000}, int64_t{4294967301}, int64_t{999999999}, int64_t{2147483647}}) {
+    json doc = base;
+    doc["model"]["vocab"]["ab"] = bad;
+    std::string err = error_for(doc);
+    EXPECT_NE(err.find("model.vocab[\"ab\"]: token id " + std::to_string(bad) + " is out of range"),
+              std::string::npos) << err;
+    doc = base;
+    doc["added_tokens"][0]["id"] = bad;
+    err = error_for(doc);
+    EXPECT_NE(err.find("added_tokens[0].id"), std::string::npos) << err;
+  }
+  json doc = base;
+  doc["added_tokens"][0]["id"] = uint64_t{18446744073709551615u};
+  EXPECT_NE(error_for(doc).find("added_tokens[0].id"), std::string::npos);
+  test::TempDir dir("cfgid");
+  dir.write("tokenizer.json", base.dump());
+  dir.write("tokenizer_config.json", json{{"added_tokens_decoder", {{"999999999", {{"content", "<a>"}}}}}}.dump());
+  EXPECT_NE(load_error(dir).find("added_tokens_decoder[\"999999999\"]: token id"), std::string::npos) << load_error(dir);
+  // A sparse but sane id is fine.
+  dir.write("tokenizer_config.json", "{}");
+  doc = base;
+  doc["added_tokens"][0]["id"] = 5000;
+  EXPECT_NO_THROW(load_doc(dir, doc));
+}
+
+TEST(TokenizerLoad, InvalidUtf8AndDeepNestingNameTheFile) {
+  test::TempDir dir("utf8");
+  std::string text = mini_tokenizer({}, {}).dump();
+  const size_t at = text.find("\"BPE\"");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 5, "\"B\xff\xfe\"");
+  dir.write("tokenizer.json", text);
+  std::string err = load_error(dir);
+  EXPECT_NE(err.find(dir.path() + "/tokenizer.json: malformed JSON at byte"), std::string::npos) << err;
+  EXPECT_NE(err.find("invalid UTF-8"), std::string::npos) << err;
+  text = mini_tokenizer({}, {}).dump();
+  text.insert(text.size() - 1, ", \"deep\": " + std::string(100000, '[') + std::string(100000, ']'));
+  dir.write("tokenizer.json", text);
+  err = load_error(dir);
+  EXPECT_NE(err.find("nesting too deep"), std::string::npos) << err;
+  dir.write("tokenizer.json", mini_tokenizer({}, {}).dump());
+  dir.write("tokenizer_config.json", "{\"x\": " + std::string(1000, '[') + std::string(1000, ']') + "}");
+  err = load_error(dir);
+  EXPECT_NE(err.find("tokenizer_config.json: JSON nested deeper than 256 levels at x"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace qinfer

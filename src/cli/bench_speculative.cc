@@ -1,0 +1,182 @@
+// qinfer bench --speculative K: what MTP speculative decoding costs and gains on this
+// machine, measured in one run with the phases interleaved round by round (a shared
+// machine's speed drifts; ratios within a round are what is reported):
+//  * one plain decode step (1 token), the reference;
+//  * one verify pass of k+1 tokens (keep_states, then the rollback of a partial
+//    acceptance) for k = 1..K, relative to the decode step;
+//  * one MTP draft step with its lm_head, and the same step without the lm_head (the
+//    MTP cache update only): their difference is the draft's lm_head cost; with
+//    --draft-vocab N also a draft over the first N vocabulary rows only, with --draft-int8
+//    over an int8 copy of the lm_head;
+//  * tokens/s of full speculative cycles (verify k+1, roll back, MTP catch-up over the
+//    accepted rows, k-1 further draft steps) whose acceptance is set by an oracle:
+//    each draft position accepted with probability a (a = 1.0, 0.7, 0.5), the run
+//    ending at the first rejection - versus plain decode tokens/s.
+#include <algorithm>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cli/bench_speculative.h"
+#include "util/error.h"
+#include "util/log.h"
+
+namespace qinfer::cli {
+
+namespace {
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+}  // namespace
+
+void bench_speculative(Model& m, int K, int rounds, int64_t draft_vocab, bool draft_int8) {
+  if (!m.has_mtp()) fail("bench --speculative: the checkpoint has no mtp.* tensors (synth it with --mtp)");
+  if (K < 1 || K > 4) fail("--speculative must be 1..4, got ", K);
+  const TextConfig& t = m.config().text;
+  const int64_t V = t.vocab_size, H = t.hidden_size;
+  if (draft_vocab < 0 || draft_vocab > V) fail("--draft-vocab must be 0..", V);
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> tok(0, static_cast<int>(V) - 1);
+  std::vector<float> logits((K + 1) * V), hidden((K + 1) * H), mh((K + 1) * H);
+  const std::vector<double> rates = {1.0, 0.7, 0.5};
+
+  // One sequence per phase, each with a short real history (prompt of 32 tokens).
+  auto fresh = [&] {
+    auto s = m.new_sequence();
+    std::vector<int> ids(32);
+    for (int& id : ids) id = tok(rng);
+    std::vector<float> hs(32 * H), l(V);
+    m.forward({{s.get(), ids.data(), 32, l.data(), false, hs.data()}});
+    std::vector<int> next(ids.begin() + 1, ids.end());
+    next.push_back(tok(rng));
+    m.forward_mtp({{s.get(), next.data(), hs.data(), 32, nullptr, false}});
+    return s;
+  };
+  auto plain_seq = fresh(), draft_seq = fresh();
+  const bool cheap = draft_vocab > 0 || draft_int8;   // a cheaper draft head than the full lm_head
+  auto draft_step = [&](SequenceState* s, const int* tok, const float* h, int64_t n) {
+    Model::MtpStep ms{s, tok, h, n, logits.data(), false, mh.data()};
+    ms.vocab_limit = draft_vocab;
+    ms.int8_head = draft_int8;
+    m.forward_mtp({ms});
+  };
+  if (draft_int8) {   // makes the int8 copy before anything is timed
+    auto warm = fresh();
+    const int t0 = 0;
+    draft_step(warm.get(), &t0, hidden.data(), 1);
+  }
+  std::vector<std::unique_ptr<SequenceState>> verify_seq, cycle_seq;
+  for (int k = 1; k <= K; ++k) verify_seq.push_back(fresh());
+  for (size_t i = 0; i < K * rates.size(); ++i) cycle_seq.push_back(fresh());
+
+  std::vector<double> plain, draft, draft_cache, draft_short;
+  std::vector<std::vector<double>> verify(K);
+  std::vector<std::vector<double>> cycle_time(K * rates.size()), cycle_tokens(K * rates.size());
+  std::vector<std::vector<double>> speedup(K * rates.size());
+  std::bernoulli_distribution coin[3] = {std::bernoulli_distribution(1.0), std::bernoulli_distribution(0.7),
+                                         std::bernoulli_distribution(0.5)};
+  const int cycles_per_round = 4;
+  for (int r = 0; r < rounds; ++r) {
+    log_info("bench --speculative: round ", r + 1, " of ", rounds);
+    int id = tok(rng);
+    double t0 = now_seconds();
+    m.forward({{plain_seq.get(), &id, 1, logits.data(), false}});
+    const double step = now_seconds() - t0;
+    plain.push_back(step);
+
+    for (int k = 1; k <= K; ++k) {
+      std::vector<int> in(k + 1);
+      for (int& x : in) x = tok(rng);
+      Model::Step st{verify_seq[k - 1].get(), in.data(), k + 1, logits.data(), true, hidden.data(), true};
+      t0 = now_seconds();
+      m.forward({st});
+      verify_seq[k - 1]->rollback(1);   // the largest copy a rejection makes
+      verify[k - 1].push_back((now_seconds() - t0) / step);
+    }
+    // Draft steps: one MTP row with the lm_head, without it, and over a short vocabulary.
+    id = tok(rng);
+    t0 = now_seconds();
+    m.forward_mtp({{draft_seq.get(), &id, hidden.data(), 1, logits.data(), false, mh.data()}});
+    draft.push_back((now_seconds() - t0) / step);
+    t0 = now_seconds();
+    m.forward_mtp({{draft_seq.get(), &id, hidden.data(), 1, nullptr, false}});
+    draft_cache.push_back((now_seconds() - t0) / step);
+    if (cheap) {
+      t0 = now_seconds();
+      draft_step(draft_seq.get(), &id, hidden.data(), 1);
+      draft_short.push_back((now_seconds() - t0) / step);
+    }
+    // Full cycles at each acceptance rate.
+    for (int k = 1; k <= K; ++k) {
+      for (size_t ai = 0; ai < rates.size(); ++ai) {
+        const size_t c = (k - 1) * rates.size() + ai;
+        SequenceState& s = *cycle_seq[c];
+        double secs = 0;
+        int64_t emitted = 0;
+        for (int cy = 0; cy < cycles_per_round; ++cy) {
+          std::vector<int> in(k + 1);
+          for (int& x : in) x = tok(rng);
+          int j = 0;
+          while (j < k && coin[ai](rng)) ++j;
+          t0 = now_seconds();
+          m.forward({{&s, in.data(), k + 1, logits.data(), true, hidden.data(), true}});
+          s.rollback(j + 1);
+          std::vector<int> next(in.begin() + 1, in.begin() + 1 + j);
+          next.push_back(tok(rng));
+          s.rewind_mtp(s.n_tokens() - (j + 1));
+          draft_step(&s, next.data(), hidden.data(), j + 1);
+          std::vector<float> last(mh.begin() + j * H, mh.begin() + (j + 1) * H);
+          for (int d = 1; d < k; ++d) {
+            const int dt = tok(rng);
+            draft_step(&s, &dt, last.data(), 1);
+            std::copy(mh.begin(), mh.begin() + H, last.begin());
+          }
+          secs += now_seconds() - t0;
+          emitted += j + 1;
+        }
+        cycle_time[c].push_back(secs);
+        cycle_tokens[c].push_back(static_cast<double>(emitted));
+        speedup[c].push_back((emitted / secs) / (1.0 / step));
+      }
+    }
+  }
+  const double step = median(plain);
+  std::printf("spec decode  plain decode step %.1f ms (%.2f tokens/s), median of %d rounds; figures below are\n"
+              "             medians of per-round ratios to that round's decode step\n",
+              step * 1e3, 1.0 / step, rounds);
+  for (int k = 1; k <= K; ++k)
+    std::printf("spec verify  %d tokens (k=%d): %.2fx a decode step (rollback included)\n", k + 1, k,
+                median(verify[k - 1]));
+  std::printf("spec draft   one MTP step %.3fx a decode step; without its lm_head %.3fx: the lm_head is %.3fx "
+              "(%.0f%% of the draft step)\n",
+              median(draft), median(draft_cache), median(draft) - median(draft_cache),
+              100.0 * (median(draft) - median(draft_cache)) / std::max(1e-12, median(draft)));
+  const std::string how = cat(draft_vocab > 0 ? cat("the first ", draft_vocab, " vocabulary rows") : std::string("the whole vocabulary"),
+                              draft_int8 ? ", int8 lm_head" : "");
+  if (cheap) std::printf("spec draft   over %s: %.3fx a decode step\n", how.c_str(), median(draft_short));
+  double best = 0;
+  int best_k = 0;
+  for (size_t ai = 0; ai < rates.size(); ++ai) {
+    for (int k = 1; k <= K; ++k) {
+      const size_t c = (k - 1) * rates.size() + ai;
+      double tok_sum = 0, sec_sum = 0;
+      for (size_t i = 0; i < cycle_time[c].size(); ++i) {
+        tok_sum += cycle_tokens[c][i];
+        sec_sum += cycle_time[c][i];
+      }
+      const double x = median(speedup[c]);
+      if (rates[ai] == 0.7 && x > best) {
+        best = x;
+        best_k = k;
+      }
+      std::printf("spec cycle   acceptance %.1f k=%d: %.2f tokens/cycle, %.2f tokens/s = %.2fx plain decode%s\n",
+                  rates[ai], k, tok_sum / std::max<size_t>(1, cycle_time[c].size() * cycles_per_round),
+                  tok_sum / sec_sum, x, cheap ? cat(" (drafts over ", how, ")").c_str() : "");
+    }
+  }
+  std::printf("spec best    at acceptance 0.7: k=%d, %.2fx plain decode\n", best_k, best);
+}
+
+}  // namespace qinfer::cli
