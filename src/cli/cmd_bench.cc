@@ -110,6 +110,8 @@ int cmd_bench(int argc, char** argv) {
                  "Decode times --rounds x --decode-tokens steps per context, each right after a bandwidth probe.\n"
                  "--mmap-dense reads dense weights from the checkpoint mapping instead of a huge-page copy.\n"
                  "QINFER_PROFILE=1 adds a per-part time breakdown of each phase.\n"
+                 "QINFER_KERNEL_OPTS=bf16_dot (opt-in, less exact) or bf16_<kernel> (widen, widen_t0, widen_nopf,\n"
+                 "widen_tiled, widen256, split3, split): see qinfer --help.\n"
                  "--prefix-cache N [--prefix-cache-gb GB]: instead, time to first token of a request sharing an\n"
                  "N-token prefix with the one before (prefix cache) against cold ones, and the cache's memory.\n"
                  "--speculative K [--draft-vocab N] [--draft-int8] instead measures MTP speculative decoding (k = 1..K):\n"
@@ -148,6 +150,17 @@ int cmd_bench(int argc, char** argv) {
   DecodeBytes db = decode_bytes(t, q.enabled, q.enabled ? q.group_size : 32, lo.dense_int8 ? 1.0 : 2.0);
   // A fresh sequence holds no KV rows yet: its memory is the DeltaNet conv and recurrent states.
   db.state = static_cast<double>(model->new_sequence()->memory_bytes());
+  // The full model (kFullLayers layers, the checkpoint's layer pattern repeated):
+  // decode is memory-bound, so each measured step projects to bytes40 / bytes at
+  // the bandwidth it achieved.
+  constexpr int kFullLayers = 40;
+  TextConfig t40 = t;
+  t40.num_hidden_layers = kFullLayers;
+  t40.layer_types.clear();
+  for (int i = 0; i < kFullLayers; ++i) t40.layer_types.push_back(t.layer_types.at(i % t.layer_types.size()));
+  DecodeBytes db40 = decode_bytes(t40, q.enabled, q.enabled ? q.group_size : 32, lo.dense_int8 ? 1.0 : 2.0);
+  const int nlin = t.num_hidden_layers - t.num_full_layers(), nlin40 = kFullLayers - t40.num_full_layers();
+  db40.state = nlin > 0 ? db.state * nlin40 / nlin : 0;
   std::mt19937 rng(1);
   std::uniform_int_distribution<int> tok(0, t.vocab_size - 1);
   std::vector<float> logits(static_cast<size_t>(t.vocab_size));
@@ -247,6 +260,11 @@ int cmd_bench(int argc, char** argv) {
                 ctx, 1.0 / median, median * 1e3, steps.size(), probe_lo, probe_hi, 100.0 * quantile(ratios, 0.5),
                 100.0 * quantile(ratios, 0.25), 100.0 * quantile(ratios, 0.75), 100.0 * strict, best_gbs,
                 100.0 * quantile(triad_ratios, 0.5));
+    if (t.num_hidden_layers != kFullLayers)
+      std::printf("decode  ctx %6d: full model (%d layers, %.3f GB/token) projected %.2f tokens/s at this run's "
+                  "%.1f GB/s\n",
+                  ctx, kFullLayers, db40.total(ctx) / 1e9, db.total(ctx) / db40.total(ctx) / median,
+                  db.total(ctx) / median / 1e9);
     print_profile("decode (warm-up step included)");
     if (const model::ExpertCache* c = model->expert_cache())
       std::printf("experts      file-backed: %lld of %lld slots hot after %lld rebalances; the hot set served %.1f%% "
