@@ -12,6 +12,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "ops/bandwidth.h"
@@ -90,9 +91,10 @@ void report(benchmark::State& st, double bytes, double flops) {
   st.counters["GFLOP"] = benchmark::Counter(flops * st.iterations() / 1e9, benchmark::Counter::kIsRate);
 }
 
-void bm_dense(benchmark::State& st, std::string path, WType t, int64_t rows, int64_t cols, int64_t n, bool bf16_dot) {
+void bm_dense(benchmark::State& st, std::string path, WType t, int64_t rows, int64_t cols, int64_t n, bool bf16_dot,
+              Bf16Kernel k) {
   set_kernel_path(path.c_str());
-  set_kernel_options(KernelOptions{bf16_dot});
+  set_kernel_options(KernelOptions{bf16_dot, k});
   DenseMatrix w = dense_view(WType::BF16, bf16_weights(rows, cols).data(), rows, cols);
   if (t == WType::Q8) w = dense_to_q8(w);
   auto x = activations(n, cols);
@@ -202,7 +204,8 @@ int register_all() {
   if (cpu_features().has_avx512_path()) paths.push_back("avx512");
   for (const auto& p : paths) {
     auto dense = [&](const char* name, WType t, int64_t rows, int64_t cols, int64_t n, bool bf16_dot = false) {
-      benchmark::RegisterBenchmark((std::string(name) + "/" + p).c_str(), bm_dense, p, t, rows, cols, n, bf16_dot)
+      benchmark::RegisterBenchmark((std::string(name) + "/" + p).c_str(), bm_dense, p, t, rows, cols, n, bf16_dot,
+                                   Bf16Kernel::kProbe)
           ->Unit(benchmark::kMillisecond)->UseRealTime();
     };
     auto int4 = [&](const char* name, int64_t rows, int64_t cols, int64_t n, int experts) {
@@ -227,6 +230,16 @@ int register_all() {
       int4("int4_matmul_expert_512x2048_n64", 512, 2048, 64, 1);
       int4("int4_matmul_expert_512x2048_n512", 512, 2048, 512, 1);
     }
+    if (fast)  // each exact decode kernel the probe chooses from, forced (short and long rows)
+      for (Bf16Kernel k : {Bf16Kernel::kWiden, Bf16Kernel::kWidenT0, Bf16Kernel::kWidenNoPf, Bf16Kernel::kWidenTiled,
+                           Bf16Kernel::kWiden256, Bf16Kernel::kSplit3}) {
+        if ((k == Bf16Kernel::kWiden256 || k == Bf16Kernel::kSplit3) && p != "avx512") continue;
+        for (auto [name, rows, cols] : {std::tuple<const char*, int64_t, int64_t>{"lm_head_2048x248320", 248320, 2048},
+                                        {"2048x8192", 8192, 2048}, {"8192x2048", 2048, 8192}})
+          benchmark::RegisterBenchmark(("bf16_matvec_" + std::string(name) + "/" + p + "/" + bf16_kernel_name(k)).c_str(),
+                                       bm_dense, p, WType::BF16, rows, cols, 1, false, k)
+              ->Unit(benchmark::kMillisecond)->UseRealTime();
+      }
     if (p == "avx512") {  // opt-in bf16_dot variant (less exact, see kernels.h)
       dense("bf16dot_matvec_2048x8192", WType::BF16, 8192, 2048, 1, true);
       dense("bf16dot_matmul_2048x8192_n64", WType::BF16, 8192, 2048, 64, true);

@@ -12,6 +12,31 @@ namespace {
 
 bool is_xml_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
+bool has_duplicate_name(const xml::ParsedCall& call) {
+  for (size_t i = 0; i < call.params.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (call.params[i].first == call.params[j].first) return true;
+  return false;
+}
+
+// A call with a duplicated parameter name streams every value in text order, however the
+// text was split: piecewise the first value may already be out before the duplicate shows up,
+// so the whole-block case sends the same (JSON readers keep the last value, as the
+// non-streaming dict does).
+bool has_tag(std::string_view value) {
+  for (std::string_view tag : {xml::kParamPrefix, xml::kParamEnd, xml::kFunctionPrefix, xml::kFunctionEnd,
+                               kToolCallStart, kToolCallEnd})
+    if (value.find(tag) != std::string_view::npos) return true;
+  return false;
+}
+
+std::string text_order_args(const xml::ParsedCall& call) {
+  std::string args = "{";
+  for (size_t i = 0; i < call.params.size(); ++i)
+    args += xml::argument_fragment(call.params[i].first, call.params[i].second, i == 0);
+  return args + "}";
+}
+
 }  // namespace
 
 ToolCallStream::ToolCallStream(ToolSchemas tools, ToolCallIdGenerator ids)
@@ -54,6 +79,7 @@ void ToolCallStream::process(ToolStreamDelta& out, bool at_end) {
       header_seen_ = header_sent_ = false;
       param_pos_ = 0;
       params_emitted_ = 0;
+      params_blocked_ = false;
       streamed_args_.clear();
       continue;
     }
@@ -118,9 +144,25 @@ bool ToolCallStream::process_call(ToolStreamDelta& out, bool at_end) {
   }
 
   const NameSet* filter = has_props_ ? &names_ : nullptr;
-  const std::string_view body = std::string_view(text_).substr(body_start_);
+  // The function's extent is cut as split_function_calls cuts it: at the first "</tool_call>"
+  // followed (after whitespace) by "<tool_call>", or by the end of the text. While the text
+  // after a "</tool_call>" may still become "<tool_call>", the cut is undecided; then only what
+  // lies before it is used and nothing that needs the end of the text is decided, so every
+  // decision made is the one the whole text would give (independent of the split).
+  const std::string_view whole_body = std::string_view(text_).substr(body_start_);
+  std::string_view body = whole_body;
+  bool decided = at_end;
+  for (size_t idx = body.find(kToolCallEnd); idx != xml::npos; idx = body.find(kToolCallEnd, idx + 1)) {
+    const std::string_view after = py_lstrip(body.substr(idx + kToolCallEnd.size()));
+    const bool cut = after.starts_with(kToolCallStart) || (at_end && after.empty());
+    if (cut || (!at_end && kToolCallStart.starts_with(after))) {
+      body = body.substr(0, idx + kToolCallEnd.size());
+      decided = cut;
+      break;
+    }
+  }
   size_t block_end = xml::npos;
-  const size_t fend = xml::scan_function_end(body, filter, at_end);
+  const size_t fend = xml::scan_function_end(body, filter, decided);
   if (fend != xml::npos) {
     const size_t after = body_start_ + fend + xml::kFunctionEnd.size();
     size_t k = after;
@@ -131,24 +173,21 @@ bool ToolCallStream::process_call(ToolStreamDelta& out, bool at_end) {
     } else if (at_end || (!rest.empty() && !kToolCallEnd.starts_with(rest))) {
       block_end = after;  // </function> not followed by </tool_call>: the call ends here
     }
-  } else {
+  } else if (decided) {
     // The function end is not structurally known (e.g. a missing </function>): the block
-    // ends at a </tool_call> followed by the next <tool_call>, or at the end of the text.
-    for (size_t idx = text_.find(kToolCallEnd, body_start_); idx != xml::npos;
-         idx = text_.find(kToolCallEnd, idx + 1)) {
-      const std::string_view after = py_lstrip(std::string_view(text_).substr(idx + kToolCallEnd.size()));
-      if (after.starts_with(kToolCallStart) || (at_end && after.empty())) {
-        block_end = idx + kToolCallEnd.size();
-        break;
-      }
-    }
-    if (block_end == xml::npos && at_end) block_end = text_.size();
+    // ends at the cut.
+    block_end = body_start_ + body.size();
   }
 
   if (block_end == xml::npos) {
-    if (!header_sent_) return false;
-    // Stream every parameter whose structural close has arrived.
+    if (!header_sent_ || params_blocked_) return false;
+    // Stream every parameter whose structural close has arrived, before the first
+    // "</function>" or "</tool_call>" of any kind (what follows one may belong to another
+    // block; those values go out with the final parse).
     const nlohmann::json* props = tools_.properties(name_);
+    const size_t fn_end = body.find(xml::kFunctionEnd);  // kept, as the last value's lookahead
+    body = body.substr(0, std::min(fn_end == xml::npos ? fn_end : fn_end + xml::kFunctionEnd.size(),
+                                   body.find(kToolCallEnd)));
     for (;;) {
       const size_t start = xml::next_param_open(body, param_pos_, nullptr);
       if (start == xml::npos) break;
@@ -157,14 +196,22 @@ bool ToolCallStream::process_call(ToolStreamDelta& out, bool at_end) {
       if (pname_end == xml::npos) break;
       const std::string_view pname = body.substr(pname_start, pname_end - pname_start);
       const std::string_view value_text = body.substr(pname_end + 1);
-      const size_t end = xml::true_param_end(value_text, filter, true);
+      const size_t end = xml::true_param_end(value_text, filter, true, true);
       if (end == xml::npos) break;
       const std::string_view value = xml::trim_value(value_text.substr(0, end));
+      // Only a value free of tags is certain to be read the same by the block's final parse
+      // (its close is then the first "</parameter>" in every reading); anything else, and a
+      // value vLLM would reject, waits for the final parse with all that follow it.
+      if (has_tag(value)) {
+        params_blocked_ = true;
+        break;
+      }
       PyValue v;
       try {
         v = convert_param_value(value, pname, props);
       } catch (const ToolValueOverflow&) {
-        v = PyValue::str(std::string(value));  // where vLLM would raise
+        params_blocked_ = true;
+        break;
       }
       emit_args(out, xml::argument_fragment(pname, v, params_emitted_ == 0));
       ++params_emitted_;
@@ -185,7 +232,7 @@ void ToolCallStream::end_call(ToolStreamDelta& out, size_t block_end) {
     try {
       const auto fns = xml::split_function_calls(block, tools_);
       if (!fns.empty()) parsed = xml::parse_function(fns[0], tools_);
-      if (parsed) final_args = py_json_dumps(parsed->arguments());
+      if (parsed) final_args = has_duplicate_name(*parsed) ? text_order_args(*parsed) : py_json_dumps(parsed->arguments());
     } catch (const std::exception&) {
       final_args.clear();
     }

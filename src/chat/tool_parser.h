@@ -60,7 +60,10 @@ struct ToolStreamDelta {
 // would reject is skipped; a block without "<function=" is streamed as content; an
 // unfinished call at finish() is completed from its text as the non-streaming parser does;
 // whitespace-only text between or after calls is dropped regardless of how it was split;
-// a duplicated parameter name streams both values when the first was already sent.
+// a duplicated parameter name streams every value in text order (however the text was split).
+// The emitted result never depends on the split (tests/chat/split_property_test.cc): a value
+// streams early only when it holds no tag and its close's lookahead is complete; a function's
+// extent is cut as split_function_calls cuts it; anything undecided waits.
 class ToolCallStream {
  public:
   explicit ToolCallStream(ToolSchemas tools, ToolCallIdGenerator ids = make_tool_call_id);
@@ -94,6 +97,7 @@ class ToolCallStream {
   size_t body_start_ = 0;     // offset just after "<function=NAME>"
   size_t param_pos_ = 0;      // body offset where the next parameter search starts
   size_t params_emitted_ = 0;
+  bool params_blocked_ = false;  // a value with tags inside: the rest waits for the block's end
   std::string streamed_args_;
   NameSet names_;
   bool has_props_ = false;

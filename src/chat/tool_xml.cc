@@ -31,11 +31,14 @@ size_t true_function_end(std::string_view text, bool allow_end) {
     if (idx == npos) return npos;
     const std::string_view after = py_lstrip(text.substr(idx + kFunctionEnd.size()));
     if ((after.empty() && allow_end) || after.starts_with(kToolCallEnd)) return idx;
+    // While streaming, a lookahead that may still become "</tool_call>" is undecided: going on
+    // to a later "</function>" would make the result depend on how the text was split.
+    if (!allow_end && kToolCallEnd.starts_with(after)) return npos;
     pos = idx + kFunctionEnd.size();
   }
 }
 
-size_t true_param_end(std::string_view value, const NameSet* filter, bool require_lookahead) {
+size_t true_param_end(std::string_view value, const NameSet* filter, bool require_lookahead, bool partial) {
   int depth = 0;
   size_t pos = 0;
   while (pos < value.size()) {
@@ -49,6 +52,10 @@ size_t true_param_end(std::string_view value, const NameSet* filter, bool requir
     } else if (depth == 0) {
       const std::string_view after = py_lstrip(value.substr(next_close + kParamEnd.size()));
       bool next_param = false;
+      const auto proper_prefix = [&](std::string_view tag) { return after.size() < tag.size() && tag.starts_with(after); };
+      if (partial && (proper_prefix(kParamPrefix) || proper_prefix(kFunctionEnd) || proper_prefix(kToolCallEnd) ||
+                      (filter && after.starts_with(kParamPrefix) && after.find('>') == npos)))
+        return npos;  // the lookahead is not complete yet: undecided, not "no"
       if (after.starts_with(kParamPrefix)) {
         if (filter) {
           const size_t name_end = after.find('>', kParamPrefix.size());
@@ -90,8 +97,10 @@ size_t scan_function_end(std::string_view body, const NameSet* filter, bool allo
     size_t value_start = name_end + 1;
     if (value_start < n && body[value_start] == '\n') ++value_start;
     const std::string_view value = body.substr(value_start);
-    const size_t end = true_param_end(value, filter, true);
+    const size_t end = true_param_end(value, filter, true, !allow_end);
     if (end == npos) {
+      // While streaming, the close may still arrive: undecided.
+      if (!allow_end) return npos;
       // Missing </parameter>: the next structural open of an unseen name ends the value.
       size_t implicit;
       if (filter) {

@@ -28,8 +28,10 @@ size_t true_function_end(std::string_view text, bool allow_end);
 
 // The "</parameter>" that really closes a value: depth-0 (nested literal parameter blocks are
 // skipped) and followed by a parameter open of a schema name, "</function>", "</tool_call>",
-// or (unless require_lookahead) the end of text. npos if none yet.
-size_t true_param_end(std::string_view value, const NameSet* filter, bool require_lookahead);
+// or (unless require_lookahead) the end of text. npos if none yet. partial: more text may
+// follow, so a close whose lookahead is still incomplete gives npos (undecided) rather than
+// being skipped for a later one — what keeps streaming independent of the split.
+size_t true_param_end(std::string_view value, const NameSet* filter, bool require_lookahead, bool partial = false);
 
 // Walks a function body (text after "<function=NAME>") parameter by parameter and returns
 // the offset of its structural "</function>", recovering from a missing "</parameter>" at the

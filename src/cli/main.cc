@@ -37,7 +37,16 @@ void usage(std::FILE* out) {
   for (const auto& c : kCommands) std::fprintf(out, "  %-11s %s\n", c.name, c.help);
   std::fprintf(out,
                "\nqinfer <command> --help shows the options of one command.\n"
-               "qinfer --version shows the version and build.\n");
+               "qinfer --version shows the version and build.\n"
+               "\nenvironment:\n"
+               "  QINFER_KERNELS=scalar|avx2|avx512  force a kernel path (default: the best this CPU has)\n"
+               "  QINFER_KERNEL_OPTS=bf16_widen|bf16_widen_t0|bf16_widen_nopf|bf16_widen_tiled|bf16_widen256|bf16_split3\n"
+               "      force an exact BF16 dense kernel\n"
+               "      (default: a start-up probe picks the fastest, logged once on stderr)\n"
+               "  QINFER_KERNEL_OPTS=bf16_split  activations as bf16 hi + lo (error 2^-18, logits ~1e-4)\n"
+               "  QINFER_KERNEL_OPTS=bf16_dot  opt-in, less exact: round activations to bf16 for BF16\n"
+               "      weights (relative error ~2e-3, over the golden 1e-3 budget; as llama.cpp does)\n"
+               "  QINFER_PROFILE=1  per-part time breakdown (bench)\n");
 }
 
 void version() {

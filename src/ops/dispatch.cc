@@ -4,13 +4,19 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
+#include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
+
+#include <sys/mman.h>
 
 #include "ops/cpu_features.h"
 #include "ops/kernel_table.h"
 #include "util/error.h"
+#include "util/log.h"
 #include "util/thread_pool.h"
 
 namespace qinfer::ops {
@@ -43,13 +49,22 @@ std::atomic<const KernelTable*>& table_slot() {
   return slot;
 }
 
-std::atomic<bool>& bf16_dot_flag() {
-  static std::atomic<bool> flag{[] {
-    const char* env = std::getenv("QINFER_KERNEL_OPTS");
-    return env && std::strstr(env, "bf16_dot") != nullptr;
-  }()};
-  return flag;
+struct OptionsState {
+  std::atomic<bool> bf16_dot{false};
+  std::atomic<Bf16Kernel> bf16{Bf16Kernel::kProbe};
+  OptionsState() {
+    const KernelOptions o = parse_kernel_options(std::getenv("QINFER_KERNEL_OPTS"));
+    bf16_dot = o.bf16_dot;
+    bf16 = o.bf16;
+  }
+};
+
+OptionsState& options_state() {
+  static OptionsState s;
+  return s;
 }
+
+std::atomic<bool>& bf16_dot_flag() { return options_state().bf16_dot; }
 
 const KernelTable& table() {
   const KernelTable* t = table_slot().load(std::memory_order_acquire);
@@ -148,7 +163,8 @@ DenseMatrix dense_view(WType t, const void* data, int64_t rows, int64_t cols) {
   return m;
 }
 
-DenseMatrix dense_to_q8(const DenseMatrix& src, const std::function<void(int64_t, int64_t)>& rows_done) {
+DenseMatrix dense_to_q8(const DenseMatrix& src, const std::function<void(int64_t, int64_t)>& rows_done,
+                        uint8_t* dst) {
   check_dense(src, "dense_to_q8");
   DenseMatrix m;
   m.type = WType::Q8;
@@ -161,7 +177,8 @@ DenseMatrix dense_to_q8(const DenseMatrix& src, const std::function<void(int64_t
     m.data = m.owned.data();
     return m;
   }
-  m.owned.resize(src.rows * src.cols);
+  if (!dst) m.owned.resize(src.rows * src.cols);
+  uint8_t* codes = dst ? dst : m.owned.data();
   m.row_scale.resize(src.rows);
   const int64_t K = src.cols;
   const void* p = src.weights();
@@ -200,7 +217,7 @@ DenseMatrix dense_to_q8(const DenseMatrix& src, const std::function<void(int64_t
       }
       const float scale = amax > 0 ? amax / 127.0f : 1.0f;
       const float inv = 1.0f / scale;
-      int8_t* out = reinterpret_cast<int8_t*>(m.owned.data()) + r * K;
+      int8_t* out = reinterpret_cast<int8_t*>(codes) + r * K;
       for (int64_t k = 0; k < K; ++k)
         out[k] = static_cast<int8_t>(std::clamp(std::lround(row[k] * inv), -127l, 127l));
       m.row_scale[r] = scale;
@@ -208,8 +225,252 @@ DenseMatrix dense_to_q8(const DenseMatrix& src, const std::function<void(int64_t
     if (rows_done) rows_done(r0, r1);
   });
   if (bad >= 0) fail("dense_to_q8: weight [", bad / K, "][", bad % K, "] is not finite");
-  m.data = m.owned.data();
+  m.data = codes;
   return m;
+}
+
+namespace {
+
+// ---- BF16 dense: the exact kernels, the probe that picks one, the opt-in ----
+
+int64_t bf16_ld(int64_t cols) { return (cols + detail::kBf16DotPad - 1) / detail::kBf16DotPad * detail::kBf16DotPad; }
+
+// Activation rows rounded to one bf16 each (the opt-in bf16_dot).
+void bf16_dot_product(const KernelTable& t, const DenseMatrix& W, const float* X, int64_t n, float* Y, double work) {
+  const int64_t ld = bf16_ld(W.cols);
+  std::vector<uint16_t> xb(n * ld, 0);
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t k = 0; k < W.cols; ++k) xb[j * ld + k] = detail::f32_to_bf16(X[j * W.cols + k]);
+  for_rows(W.rows, work, [&](int64_t r0, int64_t r1) { t.bf16_dot_rows(W, xb.data(), n, Y, r0, r1); });
+}
+
+// Split: activation row j becomes `parts` bf16 rows p*j .. p*j + p - 1 (hi =
+// bf16(x), then bf16 of what is left; each remainder is exact in fp32), one
+// pass over the weights for all of them, Y = Σ parts. The activation error is
+// at most 2^-18 |x| with 2 parts, 2^-27 |x| with 3 (below fp32's own rounding);
+// products of bf16 pairs are exact in fp32, so the rest is the fp32
+// accumulation's, as on the widening path. (An infinite activation gives NaN,
+// inf - inf in the split.)
+void bf16_split_product(const KernelTable& t, int parts, const DenseMatrix& W, const float* X, int64_t n, float* Y,
+                        double work) {
+  const int64_t ld = bf16_ld(W.cols), rows = W.rows;
+  std::vector<uint16_t> xb(parts * n * ld, 0);
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t k = 0; k < W.cols; ++k) {
+      float rest = X[j * W.cols + k];
+      for (int p = 0; p < parts; ++p) {
+        const uint16_t h = detail::f32_to_bf16(rest);
+        xb[(parts * j + p) * ld + k] = h;
+        rest -= detail::bf16_to_f32(h);
+      }
+    }
+  std::vector<float> yp(parts * n * rows);
+  for_rows(rows, work, [&](int64_t r0, int64_t r1) {
+    t.bf16_dot_rows(W, xb.data(), parts * n, yp.data(), r0, r1);
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t r = r0; r < r1; ++r) {
+        float y = 0;
+        for (int p = parts - 1; p >= 0; --p) y += yp[(parts * j + p) * rows + r];  // small parts first
+        Y[j * rows + r] = y;
+      }
+  });
+}
+
+// The bf16_matvec_rows mode of a widening kernel; -1 for the others.
+int widen_mode(Bf16Kernel k) {
+  switch (k) {
+    case Bf16Kernel::kWiden: return detail::kBf16MatvecSeqNta;
+    case Bf16Kernel::kWidenT0: return detail::kBf16MatvecSeqT0;
+    case Bf16Kernel::kWidenNoPf: return detail::kBf16MatvecSeqNone;
+    case Bf16Kernel::kWidenTiled: return detail::kBf16MatvecTiled;
+    default: return -1;
+  }
+}
+
+bool bf16_available(const KernelTable& t, Bf16Kernel k) {
+  switch (k) {
+    case Bf16Kernel::kWiden: return true;
+    case Bf16Kernel::kWidenT0: case Bf16Kernel::kWidenNoPf: case Bf16Kernel::kWidenTiled:
+      return t.bf16_matvec_rows != nullptr;
+    case Bf16Kernel::kWiden256: return &t == &detail::avx512_kernels() && cpu_features().has_avx2_path();
+    case Bf16Kernel::kSplit: case Bf16Kernel::kSplit3: return t.bf16_dot_rows != nullptr;
+    case Bf16Kernel::kProbe: return false;
+  }
+  return false;
+}
+
+void bf16_exact_product(const KernelTable& t, Bf16Kernel k, const DenseMatrix& W, const float* X, int64_t n,
+                        float* Y, double work) {
+  if (k == Bf16Kernel::kSplit || k == Bf16Kernel::kSplit3)
+    return bf16_split_product(t, k == Bf16Kernel::kSplit ? 2 : 3, W, X, n, Y, work);
+  const int mode = widen_mode(k);
+  if (n == 1 && mode > 0)
+    return for_rows(W.rows, work, [&](int64_t r0, int64_t r1) { t.bf16_matvec_rows(mode, W, X, Y, r0, r1); });
+  const KernelTable& rt = k == Bf16Kernel::kWiden256 ? detail::avx2_kernels() : t;
+  for_rows(W.rows, work, [&](int64_t r0, int64_t r1) { rt.dense_rows(W, X, n, Y, r0, r1); });
+}
+
+// Rows [r0, r1) of a dense product in matmul_batch's shared pass: mode from
+// shared_pass_mode (0 = the table's dense_rows).
+void dense_rows_mode(const KernelTable& t, int mode, const DenseMatrix& W, const float* X, int64_t n, float* Y,
+                     int64_t r0, int64_t r1) {
+  if (mode > 0 && n == 1) t.bf16_matvec_rows(mode, W, X, Y, r0, r1);
+  else t.dense_rows(W, X, n, Y, r0, r1);
+}
+
+double dense_work(const DenseMatrix& W, int64_t n) {
+  return static_cast<double>(W.cols) * (elem_bytes(W.type) + n);
+}
+
+// Per path: the probe's choice for decode (n < kQ4PanelMin) and panel products.
+struct Bf16Choice {
+  std::atomic<Bf16Kernel> decode{Bf16Kernel::kProbe}, panel{Bf16Kernel::kProbe};
+};
+Bf16Choice& bf16_choice(const KernelTable& t) {
+  static Bf16Choice c[3];
+  return c[&t == &detail::scalar_kernels() ? 0 : &t == &detail::avx2_kernels() ? 1 : 2];
+}
+
+// Times each exact candidate on a decode shape (16384 x 2048: a 64 MiB matrix
+// past the caches, so it measures memory streaming, with the short 4 KiB rows
+// of the model's lm_head and projections, n = 1) and a panel shape (256 x 1024,
+// n = 32), best of 4 alternating rounds after one warm-up, and keeps the
+// fastest. About 0.1 s on the SIMD paths (the scalar path probes a smaller
+// matrix: its kernels are forced only, never a default on a SIMD host). The decode-only widening variants compete
+// for decode only (for n > 1 they are widen).
+Bf16Kernel bf16_probe(const KernelTable& t, bool panel) {
+  std::vector<Bf16Kernel> cand;
+  for (Bf16Kernel k : {Bf16Kernel::kWiden, Bf16Kernel::kWidenT0, Bf16Kernel::kWidenNoPf, Bf16Kernel::kWidenTiled,
+                       Bf16Kernel::kWiden256, Bf16Kernel::kSplit3})
+    if (bf16_available(t, k) && (!panel || widen_mode(k) <= 0)) cand.push_back(k);
+  if (cand.size() == 1) return cand[0];
+  const bool scalar = &t == &detail::scalar_kernels();
+  const int64_t rows = panel ? (scalar ? 64 : 256) : scalar ? 1024 : 16384, cols = panel ? 1024 : 2048,
+                n = panel ? 32 : 1;
+  // In transparent huge pages, first touched by the pool threads that read
+  // each part, like the model's resident dense weights (model/resident.cc): on
+  // 4 KiB pages the prefetch variants rank differently (measured on the AVX2
+  // EPYC host: the probe picked widen on 4 KiB pages, widen_tiled on huge pages,
+  // which the 1 GB lm_head in bench_ops also prefers there).
+  constexpr size_t kHuge = size_t{2} << 20;
+  const size_t wbytes = (static_cast<size_t>(rows * cols) * sizeof(uint16_t) + kHuge - 1) / kHuge * kHuge;
+  std::unique_ptr<uint16_t, decltype(&std::free)> wbuf(static_cast<uint16_t*>(std::aligned_alloc(kHuge, wbytes)),
+                                                       &std::free);
+  if (!wbuf) fail("BF16 kernel probe: out of memory for ", wbytes, " bytes");
+  madvise(wbuf.get(), wbytes, MADV_HUGEPAGE);  // advice only; ignored where THP is off
+  uint16_t* w = wbuf.get();
+  for_rows(rows, static_cast<double>(cols), [&](int64_t r0, int64_t r1) {
+    for (int64_t i = r0 * cols; i < r1 * cols; ++i)
+      w[i] = static_cast<uint16_t>(0x3c00 + ((static_cast<uint64_t>(i) * 40503u) >> 7 & 0x1ff));  // small positive values
+  });
+  std::vector<float> x(n * cols), y(n * rows);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) - 3.0f;
+  const DenseMatrix W = dense_view(WType::BF16, w, rows, cols);
+  std::vector<double> best(cand.size(), 1e30);
+  for (int round = 0; round < 5; ++round)
+    for (size_t c = 0; c < cand.size(); ++c) {
+      const auto t0 = std::chrono::steady_clock::now();
+      bf16_exact_product(t, cand[c], W, x.data(), n, y.data(), dense_work(W, n));
+      if (round > 0)  // round 0 warms up (page faults, thread wake-up)
+        best[c] = std::min(best[c], std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  const size_t pick = std::min_element(best.begin(), best.end()) - best.begin();
+  std::string line = cat("kernels ", t.name, ": BF16 dense ", panel ? "panels" : "decode", " uses ",
+                         bf16_kernel_name(cand[pick]), " (probe, best of 4:");
+  const double gb = static_cast<double>(W.bytes()) / 1e9;
+  for (size_t c = 0; c < cand.size(); ++c) {
+    char buf[64];
+    if (panel) std::snprintf(buf, sizeof buf, " %s %.3f ms", bf16_kernel_name(cand[c]), best[c] * 1e3);
+    else std::snprintf(buf, sizeof buf, " %s %.3f ms (%.1f GB/s)", bf16_kernel_name(cand[c]), best[c] * 1e3, gb / best[c]);
+    line += buf;
+  }
+  // No '<' or '>' in the line: qinfer chat's tests count its '> ' prompts in the merged output.
+  log_info(line, "; QINFER_KERNEL_OPTS=bf16_NAME forces one)");
+  return cand[pick];
+}
+
+Bf16Kernel bf16_kernel_on(const KernelTable& t, int64_t n) {
+  const Bf16Kernel forced = options_state().bf16.load(std::memory_order_relaxed);
+  if (forced != Bf16Kernel::kProbe) {
+    if (!bf16_available(t, forced))
+      fail("kernel option bf16_", bf16_kernel_name(forced), " is not available on kernel path ", t.name,
+           " (split needs BF16 dot products: scalar or avx512; widen256 the avx512 path; widen_t0, widen_nopf, "
+           "widen_tiled avx2 or avx512)");
+    return forced;
+  }
+  const bool panel = n >= detail::kQ4PanelMin;
+  std::atomic<Bf16Kernel>& slot = panel ? bf16_choice(t).panel : bf16_choice(t).decode;
+  Bf16Kernel k = slot.load(std::memory_order_acquire);
+  if (k == Bf16Kernel::kProbe) {
+    static std::mutex probing;  // one probe at a time; others wait for its answer
+    std::lock_guard<std::mutex> lock(probing);
+    k = slot.load(std::memory_order_acquire);
+    if (k == Bf16Kernel::kProbe) {
+      k = bf16_probe(t, panel);
+      slot.store(k, std::memory_order_release);
+    }
+  }
+  return k;
+}
+
+// How a dense product runs in matmul_batch's shared pass: the table's own
+// widening kernel in bf16_matvec_rows mode >= 0 (dense_rows_mode), or -1 when a
+// BF16 alternative (split, widen256, bf16_dot) must run alone.
+int shared_pass_mode(const KernelTable& t, const DenseMatrix& W, int64_t n) {
+  if (W.type != WType::BF16) return 0;
+  if (t.bf16_dot_rows && bf16_dot_flag().load(std::memory_order_relaxed)) return -1;
+  return widen_mode(bf16_kernel_on(t, n));
+}
+
+}  // namespace
+
+KernelOptions parse_kernel_options(const char* spec) {
+  KernelOptions o;
+  if (!spec) return o;
+  std::string s(spec);
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    const size_t end = std::min(s.find(',', pos), s.size());
+    const std::string tok = s.substr(pos, end - pos);
+    if (tok == "bf16_dot") o.bf16_dot = true;
+    else if (tok == "bf16_widen") o.bf16 = Bf16Kernel::kWiden;
+    else if (tok == "bf16_widen256") o.bf16 = Bf16Kernel::kWiden256;
+    else if (tok == "bf16_widen_t0") o.bf16 = Bf16Kernel::kWidenT0;
+    else if (tok == "bf16_widen_nopf") o.bf16 = Bf16Kernel::kWidenNoPf;
+    else if (tok == "bf16_widen_tiled") o.bf16 = Bf16Kernel::kWidenTiled;
+    else if (tok == "bf16_split") o.bf16 = Bf16Kernel::kSplit;
+    else if (tok == "bf16_split3") o.bf16 = Bf16Kernel::kSplit3;
+    else if (!tok.empty())
+      fail("QINFER_KERNEL_OPTS: unknown option '", tok,
+           "' (known: bf16_dot, bf16_widen, bf16_widen_t0, bf16_widen_nopf, bf16_widen_tiled, bf16_widen256, "
+           "bf16_split3, bf16_split)");
+    pos = end + 1;
+  }
+  return o;
+}
+
+const char* bf16_kernel_name(Bf16Kernel k) {
+  switch (k) {
+    case Bf16Kernel::kProbe: return "probe";
+    case Bf16Kernel::kWiden: return "widen";
+    case Bf16Kernel::kWiden256: return "widen256";
+    case Bf16Kernel::kSplit: return "split";
+    case Bf16Kernel::kSplit3: return "split3";
+    case Bf16Kernel::kWidenT0: return "widen_t0";
+    case Bf16Kernel::kWidenNoPf: return "widen_nopf";
+    case Bf16Kernel::kWidenTiled: return "widen_tiled";
+  }
+  return "?";
+}
+
+Bf16Kernel bf16_kernel_for(int64_t n) { return bf16_kernel_on(table(), n); }
+
+std::vector<Bf16Kernel> bf16_kernels_available() {
+  std::vector<Bf16Kernel> out;
+  for (Bf16Kernel k : {Bf16Kernel::kWiden, Bf16Kernel::kWidenT0, Bf16Kernel::kWidenNoPf, Bf16Kernel::kWidenTiled,
+                       Bf16Kernel::kWiden256, Bf16Kernel::kSplit3, Bf16Kernel::kSplit})
+    if (bf16_available(table(), k)) out.push_back(k);
+  return out;
 }
 
 void matmul(const DenseMatrix& W, const float* X, int64_t n, float* Y) {
@@ -217,15 +478,10 @@ void matmul(const DenseMatrix& W, const float* X, int64_t n, float* Y) {
   check_io(X, n, Y, "matmul");
   if (n == 0) return;
   const KernelTable& t = table();
-  const double work = static_cast<double>(W.cols) * (elem_bytes(W.type) + n);
-  if (W.type == WType::BF16 && t.bf16_dot_rows && bf16_dot_flag().load(std::memory_order_relaxed)) {
-    const int64_t ld = (W.cols + detail::kBf16DotPad - 1) / detail::kBf16DotPad * detail::kBf16DotPad;
-    std::vector<uint16_t> xb(n * ld, 0);
-    for (int64_t j = 0; j < n; ++j)
-      for (int64_t k = 0; k < W.cols; ++k) xb[j * ld + k] = detail::f32_to_bf16(X[j * W.cols + k]);
-    for_rows(W.rows, work, [&](int64_t r0, int64_t r1) { t.bf16_dot_rows(W, xb.data(), n, Y, r0, r1); });
-    return;
-  }
+  const double work = dense_work(W, n);
+  if (W.type == WType::BF16 && t.bf16_dot_rows && bf16_dot_flag().load(std::memory_order_relaxed))
+    return bf16_dot_product(t, W, X, n, Y, work);
+  if (W.type == WType::BF16) return bf16_exact_product(t, bf16_kernel_on(t, n), W, X, n, Y, work);
   for_rows(W.rows, work, [&](int64_t r0, int64_t r1) { t.dense_rows(W, X, n, Y, r0, r1); });
 }
 
@@ -241,9 +497,9 @@ void matmul(const GptqMatrix& W, const float* X, int64_t n, float* Y) {
 void matmul_batch(const BatchProduct* items, size_t count) {
   const KernelTable& t = table();
   constexpr int64_t TR = GptqMatrix::kTileRows;
-  const bool bf16_dot = bf16_dot_flag().load(std::memory_order_relaxed);
   std::vector<detail::Q4Input> xq(count);
   std::vector<char> active(count, 0);            // runs in the shared pass
+  std::vector<int> dense_mode(count, 0);         // dense items: dense_rows_mode's mode
   std::vector<int64_t> row_start(count + 1, 0);  // active items' rows laid end to end, tile-aligned
   std::vector<int64_t> mem_start(count + 1, 0);  // quantized activations, one allocation
   double work = 0, quant = 0;
@@ -263,8 +519,9 @@ void matmul_batch(const BatchProduct* items, size_t count) {
         active[i] = 1;
       } else {
         check_dense(*it.dense, "matmul_batch");
-        if (it.dense->type == WType::BF16 && t.bf16_dot_rows && bf16_dot) {
-          matmul(*it.dense, it.X, it.n, it.Y);  // the opt-in bf16-dot path runs alone
+        dense_mode[i] = shared_pass_mode(t, *it.dense, it.n);
+        if (dense_mode[i] < 0) {
+          matmul(*it.dense, it.X, it.n, it.Y);  // BF16 dot-product kernels run alone
         } else {
           rows = (it.dense->rows + kRowBlock - 1) / kRowBlock * kRowBlock;
           work += static_cast<double>(it.dense->cols) * (elem_bytes(it.dense->type) + it.n) * it.dense->rows;
@@ -329,16 +586,20 @@ void matmul_batch(const BatchProduct* items, size_t count) {
       if (lo >= hi) continue;
       if (it.gptq && xp[i]) t.gptq_rows_f32(*it.gptq, xp[i], it.n, it.Y, lo, hi);
       else if (it.gptq) t.gptq_rows(*it.gptq, xq[i], it.Y, lo, hi);
-      else t.dense_rows(*it.dense, it.X, it.n, it.Y, lo, hi);
+      else dense_rows_mode(t, dense_mode[i], *it.dense, it.X, it.n, it.Y, lo, hi);
     }
   });
 }
 
-void set_kernel_options(const KernelOptions& o) { bf16_dot_flag().store(o.bf16_dot); }
+void set_kernel_options(const KernelOptions& o) {
+  options_state().bf16_dot.store(o.bf16_dot);
+  options_state().bf16.store(o.bf16);
+}
 
 KernelOptions kernel_options() {
   KernelOptions o;
-  o.bf16_dot = bf16_dot_flag().load();
+  o.bf16_dot = options_state().bf16_dot.load();
+  o.bf16 = options_state().bf16.load();
   return o;
 }
 

@@ -36,7 +36,10 @@ struct DenseMatrix {
 DenseMatrix dense_view(WType t, const void* data, int64_t rows, int64_t cols);
 // --dense int8. rows_done (optional) is called, from any thread, once source
 // rows [r0, r1) have been read, so a caller can release their pages early.
-DenseMatrix dense_to_q8(const DenseMatrix& m, const std::function<void(int64_t, int64_t)>& rows_done = nullptr);
+// dst (optional, rows x cols bytes): the codes are written there (caller-owned
+// memory, e.g. the resident weights) instead of into `owned`.
+DenseMatrix dense_to_q8(const DenseMatrix& m, const std::function<void(int64_t, int64_t)>& rows_done = nullptr,
+                        uint8_t* dst = nullptr);
 
 // Y[n][rows] = X[n][cols] · Wᵀ ; X, Y float32 row-major. n = 1 is the decode
 // (matrix-vector) case. Accumulates in fp32 with fp32 activations.
@@ -65,15 +68,52 @@ struct BatchProduct {
 };
 void matmul_batch(const BatchProduct* items, size_t count);
 
-// Faster, less exact variants (off by default; they need the avx512 path and are
-// ignored elsewhere). bf16_dot: BF16 weights times activations rounded to bf16
-// with _mm512_dpbf16_ps (fp32 accumulation); costs accuracy, see the report in
-// tests/ops/kernels_options_test.cc. Environment: QINFER_KERNEL_OPTS=bf16_dot.
+// BF16-weight dense products have several exact kernels; which one runs is
+// chosen per host at the first BF16 product by a short timing probe (logged
+// once on stderr), separately for decode-sized (n < 16) and panel-sized inputs,
+// among those as accurate as fp32 widening (so no test tolerance depends on
+// the host's choice):
+//   widen     weights widened to fp32 in registers, fp32 FMA (every path);
+//             decode on rows of <= 8 KiB reads them one after another with a
+//             non-temporal prefetch 4 KiB ahead;
+//   widen_t0, widen_nopf, widen_tiled  (decode only, SIMD paths; products
+//             with n > 1 run widen): the same fp32 widening with the short-row
+//             prefetch into L1 instead, with no software prefetch, or in 8-row
+//             (avx512) / 4-row (avx2) tiles that read x once per tile with the
+//             next tile prefetched (the long-row kernel). Which is fastest
+//             depends on the CPU's prefetchers (issue 19: 2048-wide rows ran at
+//             a fifth of the bandwidth of 8192-wide ones on one Xeon);
+//   widen256  the AVX2 widening kernel, a candidate on the avx512 path;
+//   split3    each fp32 activation split into three bf16 parts (hi, mid, lo;
+//             x - Σ parts is at most 2^-27 |x|), three BF16 dot products into
+//             fp32 in one pass over the weights (vdpbf16ps on avx512; the
+//             scalar path has a twin; absent on avx2).
+// Forced only (never picked by the probe):
+//   split     two parts (hi + lo, at most 2^-18 |x|): logits move ~7e-5
+//             relative on the test model, inside the golden 1e-3 budget but
+//             not as exact as fp32 widening (same paths as split3);
+//   bf16_dot  opt-in, less exact: activations rounded to one bf16 (~2e-3,
+//             over the golden budget; report in tests/ops/kernels_options_test.cc),
+//             as llama.cpp and vLLM do.
+// Environment: QINFER_KERNEL_OPTS=bf16_dot, or bf16_<name> for any kernel above
+// (bf16_widen, bf16_widen_t0, ..., bf16_split) to force it (an error when the
+// path lacks it).
+enum class Bf16Kernel { kProbe, kWiden, kWiden256, kSplit3, kSplit, kWidenT0, kWidenNoPf, kWidenTiled };
 struct KernelOptions {
   bool bf16_dot = false;
+  Bf16Kernel bf16 = Bf16Kernel::kProbe;
 };
+// Parses QINFER_KERNEL_OPTS (comma separated; throws naming an unknown token).
+KernelOptions parse_kernel_options(const char* spec);
 void set_kernel_options(const KernelOptions& o);
 KernelOptions kernel_options();
+const char* bf16_kernel_name(Bf16Kernel k);
+// The exact BF16 kernel products with n activation rows use on the current
+// path (runs the probe first when it has not run and nothing is forced).
+Bf16Kernel bf16_kernel_for(int64_t n);
+// Every exact BF16 kernel the current path can run (forced-only split included;
+// what the probe may pick is the rest). Tests run the golden models on each.
+std::vector<Bf16Kernel> bf16_kernels_available();
 
 // Which path runs ("avx512", "avx2", "scalar"); the environment variable
 // QINFER_KERNELS=scalar|avx2|avx512 forces one (an error if the CPU lacks it).

@@ -85,7 +85,7 @@ struct V {
 }  // namespace
 
 const KernelTable& avx2_kernels() {
-  static const KernelTable t{"avx2", dense_rows, gptq_rows, gptq_rows_f32, q4_quantize_scalar, nullptr};
+  static const KernelTable t{"avx2", dense_rows, gptq_rows, gptq_rows_f32, q4_quantize_scalar, nullptr, bf16_matvec_rows};
   return t;
 }
 

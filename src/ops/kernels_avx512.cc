@@ -202,7 +202,7 @@ void bf16_dot_rows(const DenseMatrix& W, const uint16_t* Xb, int64_t n, float* Y
 }  // namespace
 
 const KernelTable& avx512_kernels() {
-  static const KernelTable t{"avx512", dense_rows, gptq_rows, gptq_rows_f32, q4_quantize, bf16_dot_rows};
+  static const KernelTable t{"avx512", dense_rows, gptq_rows, gptq_rows_f32, q4_quantize, bf16_dot_rows, bf16_matvec_rows};
   return t;
 }
 

@@ -162,10 +162,24 @@ void gptq_rows_f32(const GptqMatrix& W, const float* Xp, int64_t n, float* Y, in
   }
 }
 
+// Twin of the AVX-512 vdpbf16ps kernel: BF16 weights times bf16 activations Xb
+// [n][round_up(W.cols, kBf16DotPad)], double accumulation.
+void bf16_dot_rows(const DenseMatrix& W, const uint16_t* Xb, int64_t n, float* Y, int64_t r0, int64_t r1) {
+  const uint16_t* w = static_cast<const uint16_t*>(W.weights());
+  const int64_t K = W.cols, ldx = (K + kBf16DotPad - 1) / kBf16DotPad * kBf16DotPad;
+  for (int64_t r = r0; r < r1; ++r)
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = 0;
+      for (int64_t k = 0; k < K; ++k)
+        acc += static_cast<double>(bf16_to_f32(w[r * K + k])) * bf16_to_f32(Xb[j * ldx + k]);
+      Y[j * W.rows + r] = static_cast<float>(acc);
+    }
+}
+
 }  // namespace
 
 const KernelTable& scalar_kernels() {
-  static const KernelTable t{"scalar", dense_rows, gptq_rows, gptq_rows_f32, q4_quantize_scalar, nullptr};
+  static const KernelTable t{"scalar", dense_rows, gptq_rows, gptq_rows_f32, q4_quantize_scalar, bf16_dot_rows, nullptr};
   return t;
 }
 

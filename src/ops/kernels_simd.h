@@ -145,8 +145,10 @@ constexpr int64_t kSeqRowBytes = 8192;
 // non-temporal: they are read once. lm_head in bench_ops, 2 threads, alternating
 // runs: into L1 (T0) 54-61 GB/s against 51-54 without prefetch (2048 and 8192
 // ahead did no better than 4096); non-temporal 65-70 against T0 53-60, T1 50-56.
+// The hint is a template parameter (Hint < 0: no prefetch) so the start-up probe
+// can choose per host (dispatch.cc, Bf16Kernel::kWidenT0).
 constexpr int64_t kSeqPrefetch = 4096;
-template <class L, class E, int A>
+template <class L, class E, int A, int Hint = _MM_HINT_NTA>
 inline void dense_row_seq(const E* w, const float* x, int64_t K, float* y, const float* rscale) {
   using T = typename V::T;
   T acc[A];
@@ -155,8 +157,11 @@ inline void dense_row_seq(const E* w, const float* x, int64_t K, float* y, const
   int64_t k = 0;
   const char* pf = reinterpret_cast<const char*>(w) + kSeqPrefetch;   // a hint: may run past the matrix
   for (; k + A * V::W <= K; k += A * V::W) {
-    QINFER_UNROLL
-    for (int l = 0; l < A * V::W * static_cast<int>(sizeof(E)); l += 64) _mm_prefetch(pf + k * sizeof(E) + l, _MM_HINT_NTA);
+    if constexpr (Hint >= 0) {
+      QINFER_UNROLL
+      for (int l = 0; l < A * V::W * static_cast<int>(sizeof(E)); l += 64)
+        _mm_prefetch(pf + k * sizeof(E) + l, static_cast<_mm_hint>(Hint));
+    }
     QINFER_UNROLL
     for (int a = 0; a < A; ++a) acc[a] = V::fma(L::ld(w + k + a * V::W), V::load(x + k + a * V::W), acc[a]);
   }
@@ -172,7 +177,16 @@ template <class L, class E>
 void dense_panel_rows(const E* w, int64_t K, const float* scales, const float* X, int64_t n, float* Y, int64_t ldy,
                       int64_t r0, int64_t r1);
 
-template <class L, class E>
+// Decode (n = 1) on short rows (<= kSeqRowBytes) has exact variants that differ
+// only in memory access (the probe in dispatch.cc picks one per host):
+enum DecodeMode {
+  kSeqNta = kBf16MatvecSeqNta,    // rows one after another, non-temporal prefetch 4 KiB ahead
+  kSeqT0 = kBf16MatvecSeqT0,      // the same, prefetch into L1 (T0)
+  kSeqNone = kBf16MatvecSeqNone,  // the same, no software prefetch
+  kTiled = kBf16MatvecTiled,      // NR1-row tiles reading x once per tile, next tile prefetched (the long-row kernel)
+};
+
+template <class L, class E, int Mode = kSeqNta>
 void dense_rows_typed(const DenseMatrix& W, const float* X, int64_t n, float* Y, int64_t r0, int64_t r1) {
   const E* w = static_cast<const E*>(W.weights());
   const int64_t K = W.cols, ldy = W.rows;
@@ -203,8 +217,9 @@ void dense_rows_typed(const DenseMatrix& W, const float* X, int64_t n, float* Y,
   if (n == 1) {
     // Rows of up to 8 KiB of weights are read one after the other (one
     // sequential stream; x stays in L1); longer rows in 8-row tiles that read x once.
-    if (K * static_cast<int64_t>(sizeof(E)) <= kSeqRowBytes) {
-      for (; r < r1; ++r) dense_row_seq<L, E, 4>(w + r * K, X, K, Y + r, scales ? scales + r : nullptr);
+    if (Mode != kTiled && K * static_cast<int64_t>(sizeof(E)) <= kSeqRowBytes) {
+      constexpr int hint = Mode == kSeqT0 ? _MM_HINT_T0 : Mode == kSeqNone ? -1 : _MM_HINT_NTA;
+      for (; r < r1; ++r) dense_row_seq<L, E, 4, hint>(w + r * K, X, K, Y + r, scales ? scales + r : nullptr);
       return;
     }
     for (; r + V::NR1 <= r1; r += V::NR1)
@@ -222,6 +237,17 @@ void dense_rows(const DenseMatrix& W, const float* X, int64_t n, float* Y, int64
     case WType::BF16: return dense_rows_typed<LdBF16, uint16_t>(W, X, n, Y, r0, r1);
     case WType::F16: return dense_rows_typed<LdF16, uint16_t>(W, X, n, Y, r0, r1);
     case WType::Q8: return dense_rows_typed<LdI8, int8_t>(W, X, n, Y, r0, r1);
+  }
+}
+
+// BF16 decode (n = 1) with one of the DecodeMode variants (all fp32-widening,
+// as exact as dense_rows; only the summation order of the tiled one differs).
+void bf16_matvec_rows(int mode, const DenseMatrix& W, const float* X, float* Y, int64_t r0, int64_t r1) {
+  switch (mode) {
+    case kSeqT0: return dense_rows_typed<LdBF16, uint16_t, kSeqT0>(W, X, 1, Y, r0, r1);
+    case kSeqNone: return dense_rows_typed<LdBF16, uint16_t, kSeqNone>(W, X, 1, Y, r0, r1);
+    case kTiled: return dense_rows_typed<LdBF16, uint16_t, kTiled>(W, X, 1, Y, r0, r1);
+    default: return dense_rows_typed<LdBF16, uint16_t, kSeqNta>(W, X, 1, Y, r0, r1);
   }
 }
 

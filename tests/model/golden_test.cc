@@ -13,10 +13,12 @@ constexpr double kRelTol = 1e-3;       // relative L2 on logits (the issue's bar
 constexpr double kHiddenAtol = 5e-4;   // golden.json recommended_tolerance
 
 
-class GoldenTest : public ::testing::TestWithParam<std::string> {};
+// (fixture folder, kernel path + exact BF16 kernel): every kernel the host can run.
+class GoldenTest : public ::testing::TestWithParam<std::tuple<std::string, KernelConfig>> {};
 
 TEST_P(GoldenTest, PrefillLogitsRoutingAndHidden) {
-  const std::string dir = GetParam();
+  const std::string dir = std::get<0>(GetParam());
+  KernelConfigGuard kernels(std::get<1>(GetParam()));
   Model& m = cached_model(dir);
   Golden g(dir);
   const int64_t V = m.config().text.vocab_size, H = m.config().text.hidden_size;
@@ -67,7 +69,8 @@ TEST_P(GoldenTest, PrefillLogitsRoutingAndHidden) {
 }
 
 TEST_P(GoldenTest, GreedyContinuationAndDecodeLogits) {
-  const std::string dir = GetParam();
+  const std::string dir = std::get<0>(GetParam());
+  KernelConfigGuard kernels(std::get<1>(GetParam()));
   Model& m = cached_model(dir);
   Golden g(dir);
   const int64_t V = m.config().text.vocab_size;
@@ -96,8 +99,11 @@ TEST_P(GoldenTest, GreedyContinuationAndDecodeLogits) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenTest, ::testing::ValuesIn(fixture_dirs()),
-                         [](const ::testing::TestParamInfo<std::string>& i) { return fixture_test_name(i.param); });
+INSTANTIATE_TEST_SUITE_P(Fixtures, GoldenTest,
+                         ::testing::Combine(::testing::ValuesIn(fixture_dirs()), ::testing::ValuesIn(kernel_configs())),
+                         [](const ::testing::TestParamInfo<std::tuple<std::string, KernelConfig>>& i) {
+                           return fixture_test_name(std::get<0>(i.param)) + "_" + std::get<1>(i.param).name();
+                         });
 
 TEST(GoldenFixtures, Present) { EXPECT_GE(fixture_dirs().size(), 4u) << fixtures_dir(); }
 
