@@ -1,6 +1,7 @@
 // qinfer quantize --model BF16_DIR --out DIR --calibration FILE[,FILE...] [options]
 // GPTQ int4 quantization of the routed experts (src/quant/quantizer.h), in the
 // layout of the mission checkpoint. Progress (with ETA) on stderr; a summary on stdout.
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <sstream>
@@ -24,6 +25,14 @@ std::vector<std::string> split_list(const std::vector<std::string>& values) {
       if (!item.empty()) out.push_back(item);
   }
   return out;
+}
+
+std::atomic<bool> g_cancel{false};
+
+// First Ctrl-C / SIGTERM: stop at the next module and clean up; a second one kills.
+void on_signal(int sig) {
+  g_cancel.store(true);
+  std::signal(sig, SIG_DFL);
 }
 
 }  // namespace
@@ -83,6 +92,9 @@ int cmd_quantize(int argc, char** argv) {
   if (a.has("threads")) ThreadPool::set_global_threads(static_cast<int>(a.get_int("threads", 0)));
   // A file-size limit should give a write error naming the file, not kill the process.
   std::signal(SIGXFSZ, SIG_IGN);
+  o.cancel = &g_cancel;
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
 
   const quant::QuantizeReport r = quant::quantize_checkpoint(o);
   if (o.compare_rtn) {
@@ -98,6 +110,9 @@ int cmd_quantize(int argc, char** argv) {
               static_cast<long long>(r.skipped_modules), static_cast<long long>(r.samples),
               static_cast<long long>(r.calibration_tokens), r.failsafe_threshold,
               static_cast<long long>(r.bytes_written), o.out_dir.c_str(), r.seconds);
+  if (r.no_inverse_modules > 0)
+    std::printf("%lld modules had no inverse Hessian and were rounded without error feedback (see the warnings)\n",
+                static_cast<long long>(r.no_inverse_modules));
   return 0;
 }
 

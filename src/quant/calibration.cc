@@ -64,6 +64,9 @@ class Source {
       : path_(std::move(path)), opt_(opt), codec_(codec), in_(path_, std::ios::binary) {
     if (!in_) fail(path_, ": cannot open calibration file");
     jsonl_ = ends_with(path_, ".jsonl") || ends_with(path_, ".ndjson");
+    if (ends_with(path_, ".json"))
+      fail(path_, ": a .json file is not read as calibration data: give JSONL (one JSON object per line, named "
+                  ".jsonl) or plain text");
   }
   const std::string& path() const { return path_; }
 
@@ -124,7 +127,11 @@ class Source {
     if (!tokenized_) {
       std::stringstream ss;
       ss << in_.rdbuf();
-      all_ = codec_.encode(ss.str(), false, path_);
+      const std::string text = ss.str();
+      if (text.find('\0') != std::string::npos)
+        fail(path_, ": not a text file (it holds NUL bytes): calibration files are plain text or JSONL (.jsonl); "
+                    "decompress or convert other formats first");
+      all_ = codec_.encode(text, false, path_);
       check_ids(all_, path_);
       tokenized_ = true;
     }

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "ops/kernels.h"
+#include "ops/linalg.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
 
@@ -58,48 +60,19 @@ std::vector<int> gar_permutation(const float* diag, int64_t K, int G, std::vecto
 
 namespace {
 
-// A = R Rᵀ with R upper triangular (columns from the right), then U = R⁻¹, so
-// UᵀU = A⁻¹ and U is the upper Cholesky factor of A⁻¹ (what GPTQModel gets from
-// cholesky(cholesky_inverse(cholesky(A)), upper=True)), with half the work.
-bool upper_inverse_factor(const std::vector<double>& A, int64_t K, std::vector<float>* Uout) {
-  std::vector<double> R(static_cast<size_t>(K * K), 0.0);
-  for (int64_t j = K - 1; j >= 0; --j) {
-    const double* rj = &R[j * K];
-    double s = A[j * K + j];
-    for (int64_t k = j + 1; k < K; ++k) s -= rj[k] * rj[k];
-    if (!(s > 0.0) || !std::isfinite(s)) return false;
-    const double d = std::sqrt(s);
-    R[j * K + j] = d;
-    parallel_for(j, 64, [&](int64_t i0, int64_t i1, int) {
-      for (int64_t i = i0; i < i1; ++i) {
-        const double* ri = &R[i * K];
-        double t = A[i * K + j];
-        for (int64_t k = j + 1; k < K; ++k) t -= ri[k] * rj[k];
-        R[i * K + j] = t / d;
-      }
-    });
+// U with UᵀU = A⁻¹ (ops/linalg.h): the fp32 blocked factor, or its double scalar twin
+// when QuantSpec::reference_impl is set.
+bool upper_inverse_factor(const std::vector<double>& A, int64_t K, bool reference, std::vector<float>* Uout) {
+  if (reference) {
+    std::vector<double> U(A.size());
+    if (!ops::spd_inverse_upper_factor_reference(A.data(), K, U.data())) return false;
+    Uout->assign(U.begin(), U.end());
+    return true;
   }
-  // U = R⁻¹ column by column; Ut[c][k] = U[k][c] keeps the inner sums contiguous.
-  std::vector<double> Ut(static_cast<size_t>(K * K), 0.0);
-  bool finite = true;
-  parallel_for(K, 8, [&](int64_t c0, int64_t c1, int) {
-    for (int64_t c = c0; c < c1; ++c) {
-      double* u = &Ut[c * K];
-      u[c] = 1.0 / R[c * K + c];
-      for (int64_t i = c - 1; i >= 0; --i) {
-        const double* ri = &R[i * K];
-        double t = 0.0;
-        for (int64_t k = i + 1; k <= c; ++k) t += ri[k] * u[k];
-        u[i] = -t / ri[i];
-      }
-      for (int64_t i = 0; i <= c; ++i)
-        if (!std::isfinite(u[i])) finite = false;
-    }
-  });
-  if (!finite) return false;
-  Uout->assign(static_cast<size_t>(K * K), 0.0f);
-  for (int64_t c = 0; c < K; ++c)
-    for (int64_t i = 0; i <= c; ++i) (*Uout)[i * K + c] = static_cast<float>(Ut[c * K + i]);
+  const std::vector<float> Af(A.begin(), A.end());
+  std::vector<float> U(Af.size());
+  if (!ops::spd_inverse_upper_factor(Af.data(), K, U.data())) return false;
+  *Uout = std::move(U);
   return true;
 }
 
@@ -116,7 +89,7 @@ bool inverse_hessian_factor(const std::vector<double>& H, int64_t K, const Quant
     mean /= static_cast<double>(K);
     for (double damp = s.damp_percent; damp > 0.0 && damp < 1.0; damp += s.damp_auto_increment) {
       for (int64_t k = 0; k < K; ++k) A[k * K + k] = diag[k] + damp * mean;
-      if (upper_inverse_factor(A, K, U)) {
+      if (upper_inverse_factor(A, K, s.reference_impl, U)) {
         *damp_used = damp;
         return true;
       }
@@ -210,6 +183,94 @@ Quantized quantize_rtn(const float* W, int64_t N, int64_t K, const QuantSpec& s)
   return out;
 }
 
+namespace {
+
+// The in-block part of the column loop for one row. w: the row in visiting order
+// as it stood at the start of block [i1, i2) (the group parameters of the groups
+// starting in the block come from it); the block's columns are quantized one by
+// one in a copy w1, each column's scaled error err[j] spread over the block's
+// later columns. Codes go to codes[c], group parameters to gp[c / G]. Returns the
+// loss Σ (w − q)² / d². Without U (no factor): plain rounding, err untouched.
+double quantize_block_row(const float* w, int64_t i1, int64_t i2, const float* U, int64_t K, const QuantSpec& s,
+                          float* w1, float* err, uint8_t* codes, GroupParams* gp) {
+  const int64_t G = s.group_size, cnt = i2 - i1;
+  const int maxq = s.maxq();
+  std::copy(w + i1, w + i2, w1);
+  double loss = 0.0;
+  for (int64_t j = 0; j < cnt; ++j) {
+    const int64_t c = i1 + j;
+    if (c % G == 0) gp[c / G] = find_params(w + c, G, s);
+    const GroupParams& cur = gp[c / G];
+    const float x = w1[j];
+    const int code = quantize_code(x, cur, maxq);
+    codes[c] = static_cast<uint8_t>(code);
+    if (!U) continue;
+    const float qd = dequantize_code(code, cur);
+    const float* u = U + c * K + c;
+    const float d = u[0];
+    const float e = (x - qd) / d;
+    loss += static_cast<double>((x - qd) * (x - qd)) / (static_cast<double>(d) * d);
+    for (int64_t k = j; k < cnt; ++k) w1[k] -= e * u[k - j];
+    err[j] = e;
+  }
+  return loss;
+}
+
+// Each row's whole loop on its own, the trailing updates as plain fp32 loops.
+void column_loop_reference(std::vector<float>& Wp, int64_t N, int64_t K, const float* U, const QuantSpec& s,
+                           std::vector<uint8_t>& codes, std::vector<GroupParams>& gp, std::vector<double>& loss) {
+  const int64_t B = s.block_size, ng = K / s.group_size;
+  parallel_for(N, 4, [&](int64_t r0, int64_t r1, int) {
+    std::vector<float> w1(B), err(B);
+    for (int64_t r = r0; r < r1; ++r) {
+      float* w = Wp.data() + r * K;
+      for (int64_t i1 = 0; i1 < K; i1 += B) {
+        const int64_t i2 = std::min(i1 + B, K);
+        loss[r] += quantize_block_row(w, i1, i2, U, K, s, w1.data(), err.data(), codes.data() + r * K,
+                                      gp.data() + r * ng);
+        if (!U) continue;
+        for (int64_t j = 0; j < i2 - i1; ++j) {
+          const float e = err[j];
+          const float* u = U + (i1 + j) * K;
+          for (int64_t k = i2; k < K; ++k) w[k] -= e * u[k];
+        }
+      }
+    }
+  });
+}
+
+// All rows block by block: the in-block loops in parallel over rows, then the
+// trailing update W[:, i2:] −= E · U[i1:i2, i2:] as one ops::matmul.
+void column_loop_blocked(std::vector<float>& Wp, int64_t N, int64_t K, const float* U, const QuantSpec& s,
+                         std::vector<uint8_t>& codes, std::vector<GroupParams>& gp, std::vector<double>& loss) {
+  const int64_t B = s.block_size, ng = K / s.group_size;
+  std::vector<float> E(static_cast<size_t>(N * B)), Ut, Y;
+  for (int64_t i1 = 0; i1 < K; i1 += B) {
+    const int64_t i2 = std::min(i1 + B, K), cnt = i2 - i1, rest = K - i2;
+    parallel_for(N, 4, [&](int64_t r0, int64_t r1, int) {
+      std::vector<float> w1(cnt);
+      for (int64_t r = r0; r < r1; ++r)
+        loss[r] += quantize_block_row(Wp.data() + r * K, i1, i2, U, K, s, w1.data(), E.data() + r * cnt,
+                                      codes.data() + r * K, gp.data() + r * ng);
+    });
+    if (!U || rest == 0) continue;
+    Ut.resize(static_cast<size_t>(rest * cnt));   // Ut[k][j] = U[i1 + j][i2 + k]
+    for (int64_t j = 0; j < cnt; ++j)
+      for (int64_t k = 0; k < rest; ++k) Ut[k * cnt + j] = U[(i1 + j) * K + i2 + k];
+    Y.resize(static_cast<size_t>(N * rest));
+    ops::matmul(ops::dense_view(ops::WType::F32, Ut.data(), rest, cnt), E.data(), N, Y.data());
+    parallel_for(N, 16, [&](int64_t r0, int64_t r1, int) {
+      for (int64_t r = r0; r < r1; ++r) {
+        float* w = Wp.data() + r * K + i2;
+        const float* y = Y.data() + r * rest;
+        for (int64_t k = 0; k < rest; ++k) w[k] -= y[k];
+      }
+    });
+  }
+}
+
+}  // namespace
+
 Quantized quantize_gptq(const float* W, int64_t N, int64_t K, const PreparedHessian& h, const QuantSpec& s) {
   if (h.K != K) fail("quantize_gptq: Hessian is ", h.K, "x", h.K, " for ", K, " inputs");
   Quantized out;
@@ -217,53 +278,28 @@ Quantized quantize_gptq(const float* W, int64_t N, int64_t K, const PreparedHess
   out.damp = h.damp;
   out.no_inverse = h.U.empty();
   GptqLinear& q = out.w;
-  const int64_t G = s.group_size, ng = q.num_groups, B = s.block_size;
-  const int maxq = s.maxq();
+  const int64_t G = s.group_size, ng = q.num_groups;
   const float* U = h.U.empty() ? nullptr : h.U.data();
+  std::vector<float> Wp(static_cast<size_t>(N * K));   // rows in visiting order, dead inputs zeroed
+  parallel_for(N, 16, [&](int64_t r0, int64_t r1, int) {
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t i = 0; i < K; ++i) Wp[r * K + i] = h.dead[h.perm[i]] ? 0.0f : W[r * K + h.perm[i]];
+  });
+  std::vector<uint8_t> codes(static_cast<size_t>(N * K));
+  std::vector<GroupParams> gp(static_cast<size_t>(N * ng));
   std::vector<double> row_loss(N, 0.0);
-  parallel_for(N, 4, [&](int64_t r0, int64_t r1, int) {
-    std::vector<float> w(K), w1(B), err(B);
-    std::vector<uint8_t> codes(K);
-    std::vector<GroupParams> gp(ng);
+  if (s.reference_impl)
+    column_loop_reference(Wp, N, K, U, s, codes, gp, row_loss);
+  else
+    column_loop_blocked(Wp, N, K, U, s, codes, gp, row_loss);
+  parallel_for(N, 16, [&](int64_t r0, int64_t r1, int) {
     for (int64_t r = r0; r < r1; ++r) {
-      for (int64_t i = 0; i < K; ++i) w[i] = h.dead[h.perm[i]] ? 0.0f : W[r * K + h.perm[i]];
-      double loss = 0.0;
-      GroupParams cur;
-      for (int64_t i1 = 0; i1 < K; i1 += B) {
-        const int64_t i2 = std::min(i1 + B, K), cnt = i2 - i1;
-        std::copy(w.begin() + i1, w.begin() + i2, w1.begin());
-        for (int64_t j = 0; j < cnt; ++j) {
-          const int64_t c = i1 + j;
-          if (c % G == 0) {   // group parameters from the weights as of the block start
-            cur = find_params(w.data() + c, G, s);
-            gp[c / G] = cur;
-          }
-          const float x = w1[j];
-          const int code = quantize_code(x, cur, maxq);
-          codes[c] = static_cast<uint8_t>(code);
-          if (!U) continue;
-          const float qd = dequantize_code(code, cur);
-          const float* u = U + c * K + c;
-          const float d = u[0];
-          const float e = (x - qd) / d;
-          loss += static_cast<double>((x - qd) * (x - qd)) / (static_cast<double>(d) * d);
-          for (int64_t k = j; k < cnt; ++k) w1[k] -= e * u[k - j];
-          err[j] = e;
-        }
-        if (!U) continue;
-        for (int64_t j = 0; j < cnt; ++j) {
-          const float e = err[j];
-          const float* u = U + (i1 + j) * K;
-          for (int64_t k = i2; k < K; ++k) w[k] -= e * u[k];
-        }
-      }
-      row_loss[r] = loss / 2.0;
-      for (int64_t i = 0; i < K; ++i) q.q[r * K + h.perm[i]] = codes[i];
+      for (int64_t i = 0; i < K; ++i) q.q[r * K + h.perm[i]] = codes[r * K + i];
       for (int64_t g = 0; g < ng; ++g) {
         // GAR: permuted group g is original group group_order[g]; desc_act keeps permuted groups.
         const int64_t dst = !h.group_order.empty() ? h.group_order[g] : g;
-        q.scale[r * ng + dst] = gp[g].scale;
-        q.zero[r * ng + dst] = static_cast<uint8_t>(gp[g].zero);
+        q.scale[r * ng + dst] = gp[r * ng + g].scale;
+        q.zero[r * ng + dst] = static_cast<uint8_t>(gp[r * ng + g].zero);
       }
     }
   });
@@ -275,31 +311,22 @@ Quantized quantize_gptq(const float* W, int64_t N, int64_t K, const PreparedHess
     if (trivial) q.g_idx.clear();
   }
   double total = 0.0;
-  for (double l : row_loss) total += l;
+  for (double l : row_loss) total += l / 2.0;
   out.avg_loss = U && h.nsamples > 0 ? total / static_cast<double>(h.nsamples) : 999999999.0;
   return out;
 }
 
 double output_error(const float* W, const GptqLinear& q, const float* S) {
+  // Δ = W − Q [N][K]; Y = Δ · S (S symmetric, so Δ · Sᵀ: one ops::matmul); error = Σ Δ ∘ Y.
   const int64_t N = q.rows, K = q.cols;
-  std::vector<double> per_row(N, 0.0);
-  parallel_for(N, 4, [&](int64_t r0, int64_t r1, int) {
-    std::vector<double> d(K);
-    for (int64_t r = r0; r < r1; ++r) {
-      for (int64_t k = 0; k < K; ++k) d[k] = static_cast<double>(W[r * K + k]) - q.weight(r, k);
-      double e = 0.0;
-      for (int64_t i = 0; i < K; ++i) {
-        if (d[i] == 0.0) continue;
-        const float* si = S + i * K;
-        double t = 0.0;
-        for (int64_t j = 0; j < K; ++j) t += si[j] * d[j];
-        e += d[i] * t;
-      }
-      per_row[r] = e;
-    }
+  std::vector<float> D(static_cast<size_t>(N * K)), Y(static_cast<size_t>(N * K));
+  parallel_for(N, 16, [&](int64_t r0, int64_t r1, int) {
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t k = 0; k < K; ++k) D[r * K + k] = W[r * K + k] - q.weight(r, k);
   });
+  ops::matmul(ops::dense_view(ops::WType::F32, S, K, K), D.data(), N, Y.data());
   double total = 0.0;
-  for (double e : per_row) total += e;
+  for (int64_t i = 0; i < N * K; ++i) total += static_cast<double>(D[i]) * Y[i];
   return total;
 }
 

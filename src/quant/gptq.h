@@ -28,6 +28,11 @@ struct QuantSpec {
   double damp_percent = 0.05;
   double damp_auto_increment = 0.01;
   int block_size = 128;
+  // false: the factor in fp32 on ops::matmul (ops/linalg.h) and the column loop's
+  // trailing updates as one ops::matmul per block (all rows at once); true: the
+  // scalar twins the tests compare them with (double-precision factor, each row's
+  // loop on its own with plain fp32 updates).
+  bool reference_impl = false;
   int maxq() const { return (1 << bits) - 1; }
 };
 
@@ -60,7 +65,7 @@ struct PreparedHessian {
 
 // Upper factor U with UᵀU = (H + damp·mean(diag H)·I)⁻¹ (H [K][K] symmetric,
 // double). Tries the damp ladder, then the diagonal-floor rounds. Returns false
-// (U untouched) when nothing works.
+// (U untouched) when nothing works. Not from inside a parallel_for.
 bool inverse_hessian_factor(const std::vector<double>& H, int64_t K, const QuantSpec& s, std::vector<float>* U,
                             double* damp_used);
 
@@ -78,7 +83,8 @@ struct Quantized {
 Quantized quantize_rtn(const float* W, int64_t N, int64_t K, const QuantSpec& s);
 Quantized quantize_gptq(const float* W, int64_t N, int64_t K, const PreparedHessian& h, const QuantSpec& s);
 
-// Σ over the calibration rows of ||x (W − Q)ᵀ||² = Σ_r Δ_r S Δ_rᵀ (double).
+// Σ over the calibration rows of ||x (W − Q)ᵀ||² = Σ_r Δ_r S Δ_rᵀ (Δ S as one fp32
+// ops::matmul, summed in double). Not from inside a parallel_for.
 double output_error(const float* W, const GptqLinear& q, const float* S);
 
 }  // namespace qinfer::quant

@@ -18,7 +18,7 @@ LayerRunner::LayerRunner(const TextConfig& tc) : tc_(tc) {
 }
 
 void LayerRunner::run(const model::LayerWeights& l, const ActivationStore& in, ActivationStore* out,
-                      model::MoeObserver* observer) {
+                      model::MoeObserver* observer, const std::function<void(int64_t)>& on_rows) {
   if (l.cache_index != 0) fail("LayerRunner: the layer must be bound with cache_index 0");
   const int64_t H = tc_.hidden_size, maxN = Model::kMaxCallTokens;
   std::vector<float> X;
@@ -36,6 +36,7 @@ void LayerRunner::run(const model::LayerWeights& l, const ActivationStore& in, A
         model::decoder_layer(tc_, l, inv_freq_.data(), X.data(), n, spans, caches, nullptr, arena_, observer);
         st.advance(n);
         if (out) out->append(X.data(), n);
+        if (on_rows) on_rows(n);
       }
       ++s;
       continue;
@@ -63,6 +64,7 @@ void LayerRunner::run(const model::LayerWeights& l, const ActivationStore& in, A
         out->begin_sample(in.rows(i));
         out->append(X.data() + spans[i - s].begin * H, in.rows(i));
       }
+    if (on_rows) on_rows(N);
     s = e;
   }
 }

@@ -4,6 +4,8 @@
 // batched up to Model::kMaxCallTokens tokens a pass; a longer sample runs alone
 // in pieces of that size (its caches carried between pieces), like Model::forward.
 #pragma once
+#include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "io/config.h"
@@ -17,8 +19,9 @@ class LayerRunner {
  public:
   explicit LayerRunner(const TextConfig& tc);
   // l.cache_index must be 0 (the layer runs with caches for itself alone).
+  // on_rows (optional) is called after each batch with the number of rows it ran.
   void run(const model::LayerWeights& l, const ActivationStore& in, ActivationStore* out,
-           model::MoeObserver* observer);
+           model::MoeObserver* observer, const std::function<void(int64_t)>& on_rows = nullptr);
 
  private:
   const TextConfig& tc_;

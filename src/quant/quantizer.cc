@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -181,11 +182,48 @@ nlohmann::json quantization_config(const QuantizeOptions& opt, const QuantizeRep
           {"method", "gptq"},       {"pack_dtype", "int32"},    {"quant_method", "gptq"}, {"sym", s.sym}};
 }
 
-std::vector<float> expert_rows(const TensorInfo& t, int64_t offset_elems, int64_t n) {
+// One projection of one expert ([rows][cols] from element offset_elems of the fused
+// tensor t) in fp32; a NaN or Inf weight is an error naming the tensor, expert and
+// position (GPTQ would spread it over the whole row and write garbage codes).
+std::vector<float> expert_rows(const TensorInfo& t, int64_t offset_elems, int64_t rows, int64_t cols, int64_t expert,
+                               const char* proj) {
+  const int64_t n = rows * cols;
   std::vector<float> w(static_cast<size_t>(n));
   model::to_f32(t.dtype, t.data + offset_elems * static_cast<int64_t>(dtype_size(t.dtype)), n, w.data());
+  for (int64_t i = 0; i < n; ++i)
+    if (!std::isfinite(w[i]))
+      fail(t.file, ": tensor ", t.name, ": expert ", expert, " ", proj, " has a non-finite weight (", w[i], ") at row ",
+           i / cols, ", column ", i % cols, ": quantize needs finite weights");
   return w;
 }
+
+// Adds the seconds from construction to destruction to *acc.
+struct PhaseTimer {
+  double* acc;
+  double t0 = now_seconds();
+  explicit PhaseTimer(double* a) : acc(a) {}
+  ~PhaseTimer() { *acc += now_seconds() - t0; }
+};
+
+// Estimated floating-point operations of each piece of work, for the progress bar's
+// ETA (one layer at real dimensions measured both at ~10 GFLOP/s on one machine,
+// docs/PERFORMANCE.md): a token through the layer (the routed and shared experts,
+// ~4 H² for attention or DeltaNet projections) plus, in a Hessian pass, the
+// x xᵀ folds of the experts held in this pass; a module: the inverse-Hessian factor
+// (K³, shared by gate_proj and up_proj) and the column loop's updates (2 N K²).
+struct WorkModel {
+  double token_pass = 0, gate_up_fold = 0, down_fold = 0;   // per token (folds for all E experts)
+  double gate_up_module = 0, down_module = 0;
+  explicit WorkModel(const TextConfig& tc) {
+    const double H = tc.hidden_size, I = tc.moe_intermediate_size, Is = tc.shared_expert_intermediate_size,
+                 k = tc.num_experts_per_tok;
+    token_pass = 2.0 * (k * 3 * H * I + 3 * H * Is + 4 * H * H);
+    gate_up_fold = 2.0 * k * H * H;
+    down_fold = 2.0 * k * I * I;
+    gate_up_module = H * H * H / 2 + 2 * I * H * H;
+    down_module = I * I * I + 2 * H * I * I;
+  }
+};
 
 std::vector<uint8_t> raw_rows(const TensorInfo& t, int64_t offset_elems, int64_t n) {
   const size_t es = dtype_size(t.dtype);
@@ -206,7 +244,9 @@ QuantizeReport quantize_checkpoint(const QuantizeOptions& opt) {
   const QuantSpec& spec = opt.spec;
   check_original(cfg, *ck, prefix, spec);
   const int64_t H = tc.hidden_size, I = tc.moe_intermediate_size, E = tc.num_experts;
+  if (opt.layers == 0 || opt.layers < -1) fail("--layers ", opt.layers, ": give at least 1 layer (or leave it out for all)");
   const int nq = opt.layers < 0 ? tc.num_hidden_layers : std::min(opt.layers, tc.num_hidden_layers);
+  failsafe_threshold(opt.failsafe, 1);   // a malformed --failsafe-rtn fails before any work
 
   const fs::path out_dir = fs::path(opt.out_dir).lexically_normal();
   if (out_dir.empty() || out_dir.filename().empty()) fail("--out '", opt.out_dir, "' is not a folder name");
@@ -265,8 +305,32 @@ QuantizeReport quantize_checkpoint(const QuantizeOptions& opt) {
   LayerRunner runner(tc);
   std::vector<std::string> skipped;
   const size_t per_chunk = std::max<size_t>(1, opt.hessian_budget / ExpertHessians::bytes_per_expert(H));
-  Progress progress("quantizing expert modules", static_cast<int64_t>(nq) * E * 3);
-  int64_t done = 0;
+  // Progress in estimated work (WorkModel), advanced by every calibration batch and
+  // every module, so that the bar moves (and the ETA holds) whichever dominates.
+  const WorkModel wm(tc);
+  const int64_t chunks = (E + static_cast<int64_t>(per_chunk) - 1) / static_cast<int64_t>(per_chunk);
+  const double T = static_cast<double>(calib.total_tokens);
+  const double work_total =
+      nq * (T * (2.0 * static_cast<double>(chunks) * wm.token_pass + wm.gate_up_fold + wm.down_fold) +
+            static_cast<double>(E) * (2 * wm.gate_up_module + wm.down_module)) +
+      std::max(0, nq - 1) * T * wm.token_pass;
+  if (!(work_total > 0)) fail("quantize: nothing to do (", nq, " layers, ", calib.total_tokens, " calibration tokens)");
+  constexpr int64_t kSteps = 1000;
+  Progress progress("quantizing (per mille of the estimated work)", kSteps);
+  double work_done = 0;
+  auto advance = [&](double w) {
+    work_done = std::min(work_total, work_done + w);
+    progress.update(static_cast<int64_t>(static_cast<double>(kSteps) * work_done / work_total));
+    if (opt.on_progress) opt.on_progress(work_done, work_total);
+  };
+  // Per batch of a pass: the layer itself plus the folds of the experts [e0, e1) held.
+  auto pass_progress = [&](double fold_per_token, int64_t e0, int64_t e1) {
+    const double per_row = wm.token_pass + fold_per_token * static_cast<double>(e1 - e0) / static_cast<double>(E);
+    return [&advance, per_row](int64_t rows) { advance(per_row * static_cast<double>(rows)); };
+  };
+  auto check_cancel = [&] {
+    if (opt.cancel && opt.cancel->load()) fail("interrupted: ", out_dir.string(), " was not written");
+  };
 
   for (int L = 0; L < tc.num_hidden_layers; ++L) {
     const std::string lname = lp + std::to_string(L) + ".";
@@ -294,16 +358,26 @@ QuantizeReport quantize_checkpoint(const QuantizeOptions& opt) {
         rep.modules.push_back(m);
         ++rep.quantized_modules;
         if (q.failsafe) ++rep.failsafe_modules;
+        if (q.no_inverse) {
+          ++rep.no_inverse_modules;
+          log_warn(ep, e, ".", proj, ": the damped Hessian of its ", n, " calibration rows never factored (NaN or Inf "
+                   "activations?): rounded without GPTQ's error feedback");
+        }
       };
       // Subset 1: gate_proj and up_proj of every expert (same inputs, one Hessian).
       for (int64_t e0 = 0; e0 < E; e0 += static_cast<int64_t>(per_chunk)) {
         const int64_t e1 = std::min<int64_t>(E, e0 + static_cast<int64_t>(per_chunk));
         ExpertHessians hs(ExpertHessians::Input::kGateUp, E, H, e0, e1);
-        runner.run(l, *in, nullptr, &hs);
-        hs.finish();
+        {
+          check_cancel();
+          PhaseTimer pt(&rep.phases.forward);
+          runner.run(l, *in, nullptr, &hs, pass_progress(wm.gate_up_fold, e0, e1));
+          hs.finish();
+        }
         if (e0 == 0)
           for (int64_t e = 0; e < E; ++e) counts[e] = hs.rows(e);
         for (int64_t e = e0; e < e1; ++e) {
+          check_cancel();
           const int64_t n = counts[e];
           const std::string m = ep + std::to_string(e) + ".";
           if (threshold < 0 && n == 0) {   // GPTQModel without failsafe leaves it unquantized
@@ -321,23 +395,31 @@ QuantizeReport quantize_checkpoint(const QuantizeOptions& opt) {
             pending.push_back({m + "gate_proj.weight", DType::BF16, {I, H}, raw_rows(gu, e * 2 * I * H, I * H)});
             pending.push_back({m + "up_proj.weight", DType::BF16, {I, H}, raw_rows(gu, e * 2 * I * H + I * H, I * H)});
             pending.push_back({m + "down_proj.weight", DType::BF16, {H, I}, raw_rows(dn, e * H * I, H * I)});
-            done += 3;
-            progress.update(done);
+            advance(2 * wm.gate_up_module + wm.down_module);
             continue;
           }
-          const std::vector<float> Wg = expert_rows(gu, e * 2 * I * H, I * H);
-          const std::vector<float> Wu = expert_rows(gu, e * 2 * I * H + I * H, I * H);
+          const std::vector<float> Wg = expert_rows(gu, e * 2 * I * H, I, H, e, "gate_proj");
+          const std::vector<float> Wu = expert_rows(gu, e * 2 * I * H + I * H, I, H, e, "up_proj");
           const bool rtn = threshold >= 0 && static_cast<double>(n) < threshold;
           Quantized qg, qu;
           double eg = -1, eu = -1, rg = -1, ru = -1;
           if (rtn) {
+            PhaseTimer pt(&rep.phases.rtn);
             qg = quantize_rtn(Wg.data(), I, H, spec);
             qu = quantize_rtn(Wu.data(), I, H, spec);
           } else {
-            const PreparedHessian ph = prepare_hessian(hs.S(e), H, n, spec);
-            qg = quantize_gptq(Wg.data(), I, H, ph, spec);
-            qu = quantize_gptq(Wu.data(), I, H, ph, spec);
+            PreparedHessian ph;
+            {
+              PhaseTimer pt(&rep.phases.factor);
+              ph = prepare_hessian(hs.S(e), H, n, spec);
+            }
+            {
+              PhaseTimer pt(&rep.phases.gptq);
+              qg = quantize_gptq(Wg.data(), I, H, ph, spec);
+              qu = quantize_gptq(Wu.data(), I, H, ph, spec);
+            }
             if (opt.compare_rtn) {
+              PhaseTimer pt(&rep.phases.compare);
               eg = output_error(Wg.data(), qg.w, hs.S(e));
               eu = output_error(Wu.data(), qu.w, hs.S(e));
               rg = output_error(Wg.data(), quantize_rtn(Wg.data(), I, H, spec).w, hs.S(e));
@@ -350,30 +432,43 @@ QuantizeReport quantize_checkpoint(const QuantizeOptions& opt) {
           emit_gptq(pending, m + "up_proj", qu.w, v2);
           model::Expert& x = l.moe.experts[e];
           x.gate_up.gptq = model::pack_gptq(qg.w, &qu.w, m + "gate_proj/up_proj");
-          done += 2;
-          progress.update(done);
+          advance(2 * wm.gate_up_module);
         }
       }
       // Subset 2: down_proj, its inputs computed with the quantized gate/up.
       for (int64_t e0 = 0; e0 < E; e0 += static_cast<int64_t>(per_chunk)) {
         const int64_t e1 = std::min<int64_t>(E, e0 + static_cast<int64_t>(per_chunk));
         ExpertHessians hs(ExpertHessians::Input::kDown, E, I, e0, e1);
-        runner.run(l, *in, nullptr, &hs);
-        hs.finish();
+        {
+          check_cancel();
+          PhaseTimer pt(&rep.phases.forward);
+          runner.run(l, *in, nullptr, &hs, pass_progress(wm.down_fold, e0, e1));
+          hs.finish();
+        }
         for (int64_t e = e0; e < e1; ++e) {
+          check_cancel();
           if (keep_bf16[e]) continue;
           const int64_t n = hs.rows(e);
           const std::string m = ep + std::to_string(e) + ".";
-          const std::vector<float> Wd = expert_rows(dn, e * H * I, H * I);
+          const std::vector<float> Wd = expert_rows(dn, e * H * I, H, I, e, "down_proj");
           const bool rtn = threshold >= 0 && static_cast<double>(n) < threshold;
           Quantized qd;
           double ed = -1, rd = -1;
           if (rtn) {
+            PhaseTimer pt(&rep.phases.rtn);
             qd = quantize_rtn(Wd.data(), H, I, spec);
           } else {
-            const PreparedHessian ph = prepare_hessian(hs.S(e), I, n, spec);
-            qd = quantize_gptq(Wd.data(), H, I, ph, spec);
+            PreparedHessian ph;
+            {
+              PhaseTimer pt(&rep.phases.factor);
+              ph = prepare_hessian(hs.S(e), I, n, spec);
+            }
+            {
+              PhaseTimer pt(&rep.phases.gptq);
+              qd = quantize_gptq(Wd.data(), H, I, ph, spec);
+            }
             if (opt.compare_rtn) {
+              PhaseTimer pt(&rep.phases.compare);
               ed = output_error(Wd.data(), qd.w, hs.S(e));
               rd = output_error(Wd.data(), quantize_rtn(Wd.data(), H, I, spec).w, hs.S(e));
             }
@@ -381,14 +476,14 @@ QuantizeReport quantize_checkpoint(const QuantizeOptions& opt) {
           record(static_cast<int>(e), "down_proj", n, qd, ed, rd);
           emit_gptq(pending, m + "down_proj", qd.w, v2);
           l.moe.experts[e].down.gptq = model::pack_gptq(qd.w, nullptr, m + "down_proj");
-          ++done;
-          progress.update(done);
+          advance(wm.down_module);
         }
       }
       // Replay with every expert quantized: the next layer's inputs.
       if (L + 1 < nq) {
+        PhaseTimer pt(&rep.phases.replay);
         out->clear();
-        runner.run(l, *in, out.get(), nullptr);
+        runner.run(l, *in, out.get(), nullptr, pass_progress(0.0, 0, 0));
         rep.peak_activation_bytes = std::max(rep.peak_activation_bytes, in->memory_bytes() + out->memory_bytes());
         rep.spilled_bytes = std::max(rep.spilled_bytes, in->spilled_bytes() + out->spilled_bytes());
         std::swap(in, out);
@@ -396,12 +491,22 @@ QuantizeReport quantize_checkpoint(const QuantizeOptions& opt) {
       model::drop_pages(gu.data, gu.nbytes);
       model::drop_pages(dn.data, dn.nbytes);
     }
-    for (auto& p : pending) writer.add(p.name, p.dtype, std::move(p.shape), std::move(p.bytes));
-    for (const TensorInfo* t : layer_tensors[L]) {
-      if (L < nq && (t->name == ep + "gate_up_proj" || t->name == ep + "down_proj")) continue;
-      writer.add_copy(*t);
+    {
+      PhaseTimer pt(&rep.phases.write);
+      for (auto& p : pending) writer.add(p.name, p.dtype, std::move(p.shape), std::move(p.bytes));
+      for (const TensorInfo* t : layer_tensors[L]) {
+        if (L < nq && (t->name == ep + "gate_up_proj" || t->name == ep + "down_proj")) continue;
+        writer.add_copy(*t);
+      }
+      writer.flush_if_full();
     }
-    writer.flush_if_full();
+    if (L < nq) {
+      const PhaseSeconds& p = rep.phases;
+      log_info("layer ", L, " done at ", now_seconds() - t0, " s; so far: calibration passes + Hessians ", p.forward,
+               " s, inverse-Hessian factors ", p.factor, " s, GPTQ column loops ", p.gptq, " s, RTN ", p.rtn,
+               " s, RTN comparison ", p.compare, " s, replay ", p.replay, " s, writing ", p.write, " s; ",
+               rep.failsafe_modules, " of ", rep.quantized_modules, " modules failsafe RTN so far");
+    }
   }
   progress.finish();
   in.reset();

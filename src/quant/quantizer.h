@@ -9,7 +9,9 @@
 // The output is written into a hidden temporary folder next to --out and renamed
 // to --out only when complete; on any error the temporary folder is removed.
 #pragma once
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -28,6 +30,13 @@ struct QuantizeOptions {
   size_t hessian_budget = 4ULL << 30;    // expert Hessians held at once (more experts: more forward passes)
   bool compare_rtn = false;              // also measure RTN's output error for every GPTQ module
   int layers = -1;                       // quantize only the first N layers' experts (tests); -1: all
+  // Set (e.g. by a SIGINT handler) to stop: the run fails with "interrupted" at the
+  // next module and removes its temporary output folder.
+  const std::atomic<bool>* cancel = nullptr;
+  // Called with (work done, total work) in estimated floating-point operations each
+  // time the stderr progress bar advances: after every batch of a calibration pass
+  // and after every module (optional; tests).
+  std::function<void(double, double)> on_progress;
 };
 
 struct ModuleReport {
@@ -40,13 +49,26 @@ struct ModuleReport {
   double err = -1, err_rtn = -1;         // Σ ||x(W−Q)ᵀ||² over the calibration rows (compare_rtn)
 };
 
+// Wall seconds per phase (summed over layers), for the per-layer log line and docs/PERFORMANCE.md.
+struct PhaseSeconds {
+  double forward = 0;   // calibration passes through the layer, Hessians accumulated on the way
+  double factor = 0;    // dead inputs, ordering, damped inverse-Hessian factor
+  double gptq = 0;      // GPTQ column loops
+  double rtn = 0;       // failsafe rounding
+  double compare = 0;   // --compare-rtn output errors
+  double replay = 0;    // the quantized layer's outputs: the next layer's inputs
+  double write = 0;     // packing and writing shards
+};
+
 struct QuantizeReport {
   std::vector<ModuleReport> modules;
   int64_t quantized_modules = 0, failsafe_modules = 0, skipped_modules = 0;
+  int64_t no_inverse_modules = 0;        // GPTQ modules whose Hessian never factored (plain rounding)
   int64_t samples = 0, calibration_tokens = 0;
   double failsafe_threshold = 0;         // in tokens
   int64_t bytes_written = 0;
   double seconds = 0;
+  PhaseSeconds phases;
   size_t peak_activation_bytes = 0, spilled_bytes = 0;
 };
 

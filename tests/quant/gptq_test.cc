@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 #include <random>
 
@@ -131,27 +132,50 @@ TEST(HessianInverse, UpperFactorOfDampedInverse) {
   for (double v : Ainv) maxabs = std::max(maxabs, std::fabs(v));
   for (int64_t i = 0; i < K; ++i)
     for (int64_t j = 0; j < K; ++j) {
-      if (j < i) EXPECT_EQ(U[i * K + j], 0.0f);
-      if (i == j) EXPECT_GT(U[i * K + j], 0.0f);
+      if (j < i) {
+        EXPECT_EQ(U[i * K + j], 0.0f);
+      }
+      if (i == j) {
+        EXPECT_GT(U[i * K + j], 0.0f);
+      }
       double t = 0;   // (UᵀU)[i][j]
       for (int64_t k = 0; k < K; ++k) t += static_cast<double>(U[k * K + i]) * U[k * K + j];
       EXPECT_NEAR(t, Ainv[i * K + j], 1e-5 * maxabs) << i << "," << j;
     }
 }
 
+// The damp that factors a 2x2 matrix (U filled), or -1 when none does.
+double damp_of_2x2(const std::vector<double>& H, const QuantSpec& s, std::vector<float>* U) {
+  double damp = 0;
+  return inverse_hessian_factor(H, 2, s, U, &damp) ? damp : -1.0;
+}
+
 TEST(HessianInverse, DampLadderOnIndefiniteMatrix) {
   // diag (1, -0.1), mean 0.45: positive only from damp > 0.2222 on.
-  std::vector<double> H = {1.0, 0.0, 0.0, -0.1};
   QuantSpec s;
   std::vector<float> U;
-  double damp = 0;
-  ASSERT_TRUE(inverse_hessian_factor(H, 2, s, &U, &damp));
-  EXPECT_NEAR(damp, 0.23, 1e-9);
+  const double damp = damp_of_2x2({1.0, 0.0, 0.0, -0.1}, s, &U);
+  ASSERT_NEAR(damp, 0.23, 1e-9);
   EXPECT_NEAR(U[3] * U[3], 1.0 / (-0.1 + damp * 0.45), 1e-4);
   // Without the ladder the floor rounds do not reach a negative diagonal... but a
   // matrix with a NaN never factors: the caller then rounds without feedback.
-  std::vector<double> bad = {NAN, 0.0, 0.0, 1.0};
-  EXPECT_FALSE(inverse_hessian_factor(bad, 2, s, &U, &damp));
+  EXPECT_EQ(damp_of_2x2({NAN, 0.0, 0.0, 1.0}, s, &U), -1.0);
+}
+
+TEST(HessianInverse, DiagonalFloorWhenNoDampWorks) {
+  // diag (1, -0.9), mean 0.05: no damp below 1 makes it positive. The first floor
+  // round (f = 1e-6 · max|diag|) sets the diagonal to max(d + f, f) = (1 + 1e-6, 1e-6),
+  // and the ladder then succeeds at its first damp on the floored diagonal's mean.
+  const std::vector<double> H = {1.0, 0.0, 0.0, -0.9};
+  QuantSpec s;
+  std::vector<float> U;
+  ASSERT_DOUBLE_EQ(damp_of_2x2(H, s, &U), 0.05);
+  const double mean = (1.0 + 1e-6 + 1e-6) / 2;
+  EXPECT_NEAR(U[3] * U[3], 1.0 / (1e-6 + 0.05 * mean), 1e-4 / (1e-6 + 0.05 * mean));
+  EXPECT_NEAR(U[0] * U[0], 1.0 / (1.0 + 1e-6 + 0.05 * mean), 1e-6);
+  // Without damp increments the ladder stops at its first damp, the floors still apply.
+  s.damp_auto_increment = 0.0;
+  EXPECT_DOUBLE_EQ(damp_of_2x2(H, s, &U), 0.05);
 }
 
 // The GPTQ column loop written out plainly in double: the full inverse Hessian,
@@ -226,6 +250,50 @@ void compare_with_reference(bool gar) {
   EXPECT_FALSE(q.failsafe);
   EXPECT_GT(q.avg_loss, 0.0);
 }
+
+// The fast path (fp32 factor on ops::matmul, trailing updates as one product per
+// block) against the scalar twins (double factor, each row's loop alone) on sizes
+// that leave a short last block (288 = 128 + 128 + 32) and an odd row count.
+void compare_blocked_with_rowwise(bool gar) {
+  const int64_t N = 37, K = 288, n = 700;
+  std::vector<float> S = random_S(K, n, 17);
+  std::mt19937 rng(2);
+  std::normal_distribution<float> nd(0.0f, 0.05f);
+  std::vector<float> W(N * K);
+  for (auto& v : W) v = nd(rng);
+  QuantSpec fast, ref;
+  fast.act_group_aware = ref.act_group_aware = gar;
+  ref.reference_impl = true;
+  const PreparedHessian hf = prepare_hessian(S.data(), K, n, fast), hr = prepare_hessian(S.data(), K, n, ref);
+  ASSERT_EQ(hf.perm, hr.perm);
+  ASSERT_EQ(hf.damp, hr.damp);
+  ASSERT_EQ(hf.U.size(), hr.U.size());
+  double umax = 0, udiff = 0;
+  for (size_t i = 0; i < hr.U.size(); ++i) {
+    umax = std::max(umax, static_cast<double>(std::fabs(hr.U[i])));
+    udiff = std::max(udiff, static_cast<double>(std::fabs(hf.U[i] - hr.U[i])));
+  }
+  EXPECT_LE(udiff, 2e-4 * umax);
+  const Quantized qf = quantize_gptq(W.data(), N, K, hf, fast), qr = quantize_gptq(W.data(), N, K, hr, ref);
+  int64_t same = 0;
+  for (int64_t i = 0; i < N * K; ++i) same += qf.w.q[i] == qr.w.q[i];
+  // Rounding ties flip a few codes (each flip then steers the row's later columns a little).
+  EXPECT_GE(same, N * K * 98 / 100) << "codes equal: " << same << " of " << N * K;
+  int64_t scales_close = 0;
+  for (size_t i = 0; i < qr.w.scale.size(); ++i)
+    scales_close += std::fabs(qf.w.scale[i] - qr.w.scale[i]) <= 1e-3f * std::fabs(qr.w.scale[i]);
+  EXPECT_GE(scales_close, static_cast<int64_t>(qr.w.scale.size()) * 97 / 100);
+  const double ef = output_error(W.data(), qf.w, S.data()), er = output_error(W.data(), qr.w, S.data());
+  EXPECT_NEAR(ef, er, 0.02 * er) << "output error fast " << ef << " reference " << er;
+  EXPECT_NEAR(qf.avg_loss, qr.avg_loss, 0.02 * qr.avg_loss);
+  std::fprintf(stderr, "blocked vs row-wise (%s): codes equal %lld of %lld, max |U - Uref| %.3g of %.3g, output error %.6g vs %.6g\n",
+               gar ? "GAR" : "natural", static_cast<long long>(same), static_cast<long long>(N * K), udiff, umax, ef, er);
+  const double rtn = output_error(W.data(), quantize_rtn(W.data(), N, K, fast).w, S.data());
+  EXPECT_LT(ef, rtn);
+}
+
+TEST(Gptq, BlockedMatchesRowwiseReferenceNaturalOrder) { compare_blocked_with_rowwise(false); }
+TEST(Gptq, BlockedMatchesRowwiseReferenceGroupAwareOrder) { compare_blocked_with_rowwise(true); }
 
 TEST(Gptq, MatchesDoubleReferenceNaturalOrder) { compare_with_reference(false); }
 TEST(Gptq, MatchesDoubleReferenceGroupAwareOrder) { compare_with_reference(true); }

@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -13,11 +14,15 @@
 #include <set>
 
 #include "io/checkpoint.h"
+#include "io/gptq.h"
+#include "io/safetensors.h"
+#include "model/linear.h"
 #include "model/model.h"
 #include "quant/activation_store.h"
 #include "quant/calibration.h"
 #include "quant/quantizer.h"
 #include "quant/shard_writer.h"
+#include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
 namespace qinfer::quant {
@@ -146,13 +151,20 @@ TEST(Calibration, JsonlIdsRoundRobinCutAndDropped) {
   EXPECT_NE(error_of([&] { load_calibration(o); }).find("junk.jsonl:1: a calibration line needs"), std::string::npos);
   o.files = {(d / "missing.jsonl").string()};
   EXPECT_NE(error_of([&] { load_calibration(o); }).find("missing.jsonl: cannot open"), std::string::npos);
+  // A .json file (an array, say) and a binary file are refused, not read as text.
+  write_file(d / "data.json", "[{\"text\": \"hello world\"}]");
+  o.files = {(d / "data.json").string()};
+  EXPECT_NE(error_of([&] { load_calibration(o); }).find("data.json: a .json file is not read as calibration data"),
+            std::string::npos);
+  write_file(d / "data.txt.gz", std::string("\x1f\x8b\x08\0\0\0\0\0", 8) + "rest");
+  o.files = {(d / "data.txt.gz").string()};
+  EXPECT_NE(error_of([&] { load_calibration(o); }).find("data.txt.gz: not a text file"), std::string::npos);
 }
 
-// Text, JSONL text and chat messages need the real tokenizer: only where the
-// shared data folder is present.
+// Text, JSONL text and chat messages with the real tokenizer and chat template
+// (the copy in assets/, which the demo model uses too).
 TEST(Calibration, TextAndChatWithTheRealTokenizer) {
-  const std::string tok = std::string(QINFER_SHARED_DIR) + "/data/tokenizer/qwen3.5";
-  if (!fs::exists(tok + "/tokenizer.json")) GTEST_SKIP() << "no shared tokenizer";
+  const std::string tok = std::string(QINFER_SOURCE_DIR) + "/assets/tokenizer/qwen3.5";
   const fs::path d = temp_dir("calib_text");
   write_file(d / "chat.jsonl",
              "{\"messages\": [{\"role\": \"user\", \"content\": \"Write a function that adds two numbers.\"}, "
@@ -167,8 +179,21 @@ TEST(Calibration, TextAndChatWithTheRealTokenizer) {
   ASSERT_EQ(s.samples.size(), 6u);
   EXPECT_EQ(s.samples_per_file[2], 1);
   EXPECT_EQ(s.samples[0].size(), 64u);
-  // The chat sample starts with <|im_start|> (248045), rendered by the template.
+  // The chat sample starts with <|im_start|> (248045), rendered by the template, and
+  // holds both turns, the assistant's answer included.
   EXPECT_EQ(s.samples[2].front(), 248045);
+  const Tokenizer tk = Tokenizer::load(tok);
+  const std::string chat = tk.decode(s.samples[2]);
+  EXPECT_NE(chat.find("<|im_start|>user\nWrite a function that adds two numbers.<|im_end|>\n<|im_start|>assistant\n"),
+            std::string::npos) << chat;
+  EXPECT_NE(chat.find("def add(a, b):\n    return a + b<|im_end|>"), std::string::npos) << chat;
+  // A JSONL "text" sample is the tokenizer's encoding of that text, cut to --seq-len.
+  std::ifstream c4(data("c4_slice.jsonl"));
+  std::string line;
+  std::getline(c4, line);
+  std::vector<int> want = tk.encode(nlohmann::json::parse(line)["text"].get<std::string>(), false);
+  want.resize(64);
+  EXPECT_EQ(s.samples[0], want);
 }
 
 TEST(Failsafe, Threshold) {
@@ -250,6 +275,79 @@ TEST(Quantize, TinyFixtureHasTheMissionLayoutAndBeatsRtn) {
   for (float v : logits) ASSERT_TRUE(std::isfinite(v));
 }
 
+// The stored int32/f16 words of one tensor of a checkpoint.
+template <typename T>
+std::vector<T> words(const Checkpoint& ck, const std::string& name) {
+  const TensorInfo& t = ck.get(name);
+  std::vector<T> v(t.nbytes / sizeof(T));
+  std::memcpy(v.data(), t.data, t.nbytes);
+  return v;
+}
+
+// A token-count threshold between the experts' counts: the experts below it are
+// rounded to nearest from their original weights (no Hessian), all three of their
+// projections, and counted; the rest get GPTQ. The progress callback advances
+// through the calibration passes as well as the modules and ends at its total.
+TEST(Quantize, FailsafeRtnForExpertsBelowTheThreshold) {
+  const fs::path d = temp_dir("failsafe");
+  QuantizeOptions o = tiny_options("qwen35moe-tiny-s1/bf16", d, 8, 64);
+  o.failsafe = "110";   // 512 tokens, top 4 of 16 experts: 128 rows per expert on average
+  std::vector<std::pair<double, double>> updates;
+  o.on_progress = [&](double done, double total) { updates.emplace_back(done, total); };
+  const QuantizeReport r = quantize_checkpoint(o);
+  ASSERT_EQ(r.calibration_tokens, 512);
+  EXPECT_DOUBLE_EQ(r.failsafe_threshold, 110.0);
+  std::map<std::pair<int, int>, std::set<bool>> per_expert;   // (layer, expert) -> failsafe flags
+  int64_t failsafe = 0;
+  for (const auto& m : r.modules) {
+    EXPECT_EQ(m.failsafe, m.tokens < 110) << m.layer << " " << m.expert << " " << m.proj << " " << m.tokens;
+    per_expert[{m.layer, m.expert}].insert(m.failsafe);
+    failsafe += m.failsafe;
+  }
+  EXPECT_EQ(failsafe, r.failsafe_modules);
+  ASSERT_GT(r.failsafe_modules, 0) << "the threshold must split the experts";
+  ASSERT_LT(r.failsafe_modules, r.quantized_modules) << "the threshold must split the experts";
+  EXPECT_EQ(r.failsafe_modules % 3, 0);
+  for (const auto& [key, flags] : per_expert) EXPECT_EQ(flags.size(), 1u) << "all projections of an expert agree";
+
+  // Failsafe modules hold exactly RTN of the original BF16 weights; GPTQ ones differ from it.
+  auto src = Checkpoint::open(o.model_dir);
+  auto out = Checkpoint::open(o.out_dir);
+  const int64_t H = 64, I = 32;
+  int checked_rtn = 0, checked_gptq = 0;
+  for (const auto& m : r.modules) {
+    if (m.proj != "gate_proj" && m.proj != "down_proj") continue;
+    const std::string ep = "model.language_model.layers." + std::to_string(m.layer) + ".mlp.experts.";
+    const bool down = m.proj == "down_proj";
+    const TensorInfo& t = src->get(ep + (down ? "down_proj" : "gate_up_proj"));
+    const int64_t N = down ? H : I, K = down ? I : H;
+    std::vector<float> w(static_cast<size_t>(N * K));
+    model::to_f32(t.dtype, t.data + m.expert * (down ? H * I : 2 * I * H) * 2, N * K, w.data());
+    const GptqPacked p = pack_gptq(quantize_rtn(w.data(), N, K, o.spec).w, false);
+    const std::string mod = ep + std::to_string(m.expert) + "." + m.proj;
+    const bool same = words<int32_t>(*out, mod + ".qweight") == p.qweight &&
+                      words<uint16_t>(*out, mod + ".scales") == p.scales_f16;
+    EXPECT_EQ(same, m.failsafe) << mod;
+    (m.failsafe ? checked_rtn : checked_gptq)++;
+  }
+  EXPECT_GT(checked_rtn, 0);
+  EXPECT_GT(checked_gptq, 0);
+  nlohmann::json qc = nlohmann::json::parse(std::ifstream(fs::path(o.out_dir) / "quantize_config.json"));
+  EXPECT_EQ(qc["meta"]["qinfer"]["failsafe_modules"], r.failsafe_modules);
+  EXPECT_EQ(qc["meta"]["failsafe"]["threshold"], "110");
+  EXPECT_EQ(qc["meta"]["failsafe"]["strategy"], "rtn");
+
+  ASSERT_FALSE(updates.empty());
+  for (size_t i = 1; i < updates.size(); ++i) {
+    EXPECT_GE(updates[i].first, updates[i - 1].first) << i;
+    EXPECT_EQ(updates[i].second, updates[0].second);
+  }
+  EXPECT_DOUBLE_EQ(updates.back().first, updates.back().second);
+  // One update per expert and subset (gate+up, down) and one per calibration batch:
+  // the 512 tokens are one batch, 2 Hessian passes per layer and 7 replays.
+  EXPECT_EQ(updates.size(), static_cast<size_t>(8 * 16 * 2 + 8 * 2 + 7));
+}
+
 TEST(Quantize, BadInputsAreClearErrors) {
   const fs::path d = temp_dir("bad");
   QuantizeOptions o = tiny_options("qwen35moe-tiny-s1/gptq", d, 4, 64);
@@ -264,7 +362,92 @@ TEST(Quantize, BadInputsAreClearErrors) {
   fs::create_directories(o.out_dir);
   o.calibration.files = {data("tiny_calibration.jsonl")};
   EXPECT_NE(error_of([&] { quantize_checkpoint(o); }).find("already exists"), std::string::npos);
+  fs::remove_all(o.out_dir);
+  o.failsafe = "lots";
+  EXPECT_NE(error_of([&] { quantize_checkpoint(o); }).find("--failsafe-rtn 'lots'"), std::string::npos);
+  o.failsafe = "0.5%";
+  o.layers = 0;
+  EXPECT_NE(error_of([&] { quantize_checkpoint(o); }).find("--layers 0"), std::string::npos);
+  EXPECT_FALSE(fs::exists(o.out_dir));
   for (const auto& e : fs::directory_iterator(d)) EXPECT_NE(e.path().filename().string().find("partial"), 0u);
+}
+
+// Without the failsafe, experts the router never sent a token to stay BF16 (their
+// slices of the fused tensors, byte for byte, as per-expert .weight tensors) with a
+// "-:" dynamic rule each, as GPTQModel does; qinfer loads the mixed result.
+TEST(Quantize, FailsafeOffLeavesUnroutedExpertsBf16) {
+  const fs::path d = temp_dir("unrouted");
+  QuantizeOptions o = tiny_options("qwen35moe-tiny-s1/bf16", d, 1, 11);   // 11 tokens: 44 routings per layer
+  o.failsafe = "off";
+  const QuantizeReport r = quantize_checkpoint(o);
+  ASSERT_GT(r.skipped_modules, 0);
+  EXPECT_EQ(r.skipped_modules % 3, 0);
+  EXPECT_EQ(r.failsafe_modules, 0);
+  EXPECT_EQ(r.quantized_modules + r.skipped_modules, 8 * 16 * 3);
+  nlohmann::json qc = nlohmann::json::parse(std::ifstream(fs::path(o.out_dir) / "quantize_config.json"));
+  EXPECT_TRUE(qc["meta"]["failsafe"].is_null());
+  auto src = Checkpoint::open(o.model_dir);
+  auto out = Checkpoint::open(o.out_dir);
+  const int64_t H = 64, I = 32;
+  for (const auto& m : r.modules) {
+    if (!m.skipped) continue;
+    EXPECT_EQ(m.tokens, 0);
+    const std::string ep = "model.language_model.layers." + std::to_string(m.layer) + ".mlp.experts.";
+    const std::string mod = ep + std::to_string(m.expert) + "." + m.proj;
+    std::string rule = "-:";
+    for (char c : mod) rule += c == '.' ? std::string("\\.") : std::string(1, c);
+    EXPECT_TRUE(qc["dynamic"].contains(rule)) << rule;
+    EXPECT_FALSE(out->has(mod + ".qweight")) << mod;
+    const TensorInfo& w = out->get(mod + ".weight");
+    const bool down = m.proj == "down_proj";
+    EXPECT_EQ(w.shape, (down ? std::vector<int64_t>{H, I} : std::vector<int64_t>{I, H}));
+    const TensorInfo& f = src->get(ep + (down ? "down_proj" : "gate_up_proj"));
+    const size_t off = 2 * static_cast<size_t>(down ? m.expert * H * I : m.expert * 2 * I * H + (m.proj == "up_proj" ? I * H : 0));
+    EXPECT_TRUE(w.nbytes == static_cast<size_t>(2 * H * I) && std::equal(w.data, w.data + w.nbytes, f.data + off)) << mod;
+  }
+  auto model = Model::load(o.out_dir);
+  auto st = model->new_sequence();
+  std::vector<int> ids = {1, 2, 3, 4};
+  std::vector<float> logits(512);
+  model->forward({{st.get(), ids.data(), 4, logits.data(), false}});
+  for (float v : logits) ASSERT_TRUE(std::isfinite(v));
+}
+
+// A NaN in one expert's BF16 weights is an error naming the tensor, expert and
+// position, and no output folder is left.
+TEST(Quantize, NonFiniteExpertWeightIsAnError) {
+  const fs::path d = temp_dir("nan");
+  auto src = Checkpoint::open(fixture("qwen35moe-tiny-s1/bf16"));
+  SafetensorsWriter w;
+  const std::string bad = "model.language_model.layers.2.mlp.experts.down_proj";
+  for (const auto& [name, t] : src->all()) {
+    std::vector<uint8_t> bytes(t->data, t->data + t->nbytes);
+    if (name == bad) {   // expert 5, row 3, column 7 of its [64, 32] down_proj: BF16 NaN 0x7fc0
+      const size_t at = 2 * (5 * 64 * 32 + 3 * 32 + 7);
+      bytes[at] = 0xc0;
+      bytes[at + 1] = 0x7f;
+    }
+    w.add(name, t->dtype, t->shape, std::move(bytes));
+  }
+  w.add_metadata("format", "pt");
+  fs::create_directories(d / "model");
+  w.write((d / "model" / "model.safetensors").string());
+  fs::copy_file(fixture("qwen35moe-tiny-s1/bf16/config.json"), d / "model" / "config.json");
+  QuantizeOptions o = tiny_options("qwen35moe-tiny-s1/bf16", d, 4, 64);
+  o.model_dir = (d / "model").string();
+  const std::string err = error_of([&] { quantize_checkpoint(o); });
+  EXPECT_NE(err.find("tensor " + bad + ": expert 5 down_proj has a non-finite weight (nan) at row 3, column 7"),
+            std::string::npos) << err;
+  for (const auto& e : fs::directory_iterator(d)) EXPECT_EQ(e.path().filename(), "model") << "no output, no partial";
+}
+
+TEST(Quantize, CancelStopsAndRemovesTheTemporaryFolder) {
+  const fs::path d = temp_dir("cancel");
+  QuantizeOptions o = tiny_options("qwen35moe-tiny-s1/bf16", d, 4, 64);
+  std::atomic<bool> cancel{true};
+  o.cancel = &cancel;
+  EXPECT_NE(error_of([&] { quantize_checkpoint(o); }).find("interrupted"), std::string::npos);
+  EXPECT_TRUE(fs::is_empty(d)) << "no output and no partial folder";
 }
 
 }  // namespace
