@@ -302,6 +302,12 @@ mm_suite() {  # images: the demo model with a random vision tower (qinfer synth 
   (cd "$HERE" && QINFER_BASE_URL="$BASE/v1" QINFER_MODEL_NAME=e2e QINFER_API_KEY=sk-e2e QINFER_IMAGE="$img" \
     QINFER_MEDIA_DIR="$media" QINFER_GREEDY_FILE="$TMP/greedy.txt" QINFER_GREEDY_PROMPT_TOKENS="$n" \
     timeout 300 node --test --test-concurrency=1 --test-reporter=spec mm.test.mjs)
+  if [ -x "${QINFER_CHROMIUM:-/usr/bin/chromium}" ]; then  # the chat page's image button
+    (cd "$HERE" && QINFER_BASE="$BASE" QINFER_API_KEY=sk-e2e QINFER_IMAGE="$img" QINFER_IMAGE_PROMPT_TOKENS="$card_n" \
+      QINFER_SCREENSHOT="$TMP/webui-mm.png" timeout 300 node --test --test-reporter=spec webui.test.mjs)
+  else
+    echo "server e2e: SKIPPED chat page image test: ${QINFER_CHROMIUM:-/usr/bin/chromium} is missing" >&2
+  fi
   stop_server
   start_server "$dir" e2e --language-model-only
   code="$(curl -s -o "$TMP/err.json" -w '%{http_code}' -H "Authorization: Bearer sk-e2e" -H 'Content-Type: application/json' \
