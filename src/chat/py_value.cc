@@ -7,6 +7,7 @@
 
 #include "chat/text_util.h"
 #include "util/py_escape.h"
+#include "util/py_format.h"
 
 namespace qinfer::chat {
 
@@ -90,37 +91,6 @@ void PyValue::dict_set(PyValue key, PyValue value) {
   entries.emplace_back(std::move(key), std::move(value));
 }
 
-std::string py_float_repr(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  // Shortest round-trip digits, then Python's layout: fixed for 1e-4 <= |v| < 1e16.
-  char buf[64];
-  auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
-  std::string sci(buf, r.ptr);
-  std::string out;
-  size_t i = 0;
-  if (sci[0] == '-') {
-    out = "-";
-    i = 1;
-  }
-  const size_t e_pos = sci.find('e');
-  std::string digits;
-  for (size_t k = i; k < e_pos; ++k)
-    if (sci[k] != '.') digits += sci[k];
-  const int exp = std::atoi(sci.c_str() + e_pos + 1);
-  if (exp < -4 || exp >= 16) {
-    out += digits[0];
-    if (digits.size() > 1) out += "." + digits.substr(1);
-    char eb[16];
-    std::snprintf(eb, sizeof eb, "e%c%02d", exp < 0 ? '-' : '+', std::abs(exp));
-    return out + eb;
-  }
-  if (exp < 0) return out + "0." + std::string(size_t(-exp - 1), '0') + digits;
-  const size_t int_len = size_t(exp) + 1;
-  if (digits.size() <= int_len) return out + digits + std::string(int_len - digits.size(), '0') + ".0";
-  return out + digits.substr(0, int_len) + "." + digits.substr(int_len);
-}
-
 std::string py_int_of_double(double v) {
   v = std::trunc(v);
   if (std::fabs(v) < 9.0e18) return std::to_string(static_cast<long long>(v));
@@ -153,11 +123,7 @@ void py_json_dump_string(std::string& out, std::string_view s) {
 
 namespace {
 
-void dump_float(std::string& out, double v) {
-  if (std::isnan(v)) out += "NaN";
-  else if (std::isinf(v)) out += v > 0 ? "Infinity" : "-Infinity";
-  else out += py_float_repr(v);
-}
+void dump_float(std::string& out, double v) { out += py_json_float(v); }
 
 void dump(std::string& out, const PyValue& v) {
   using K = PyValue::Kind;

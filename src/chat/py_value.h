@@ -43,8 +43,6 @@ struct JsonDumpError : std::runtime_error {
 std::string py_json_dumps(const PyValue& v);
 void py_json_dump_string(std::string& out, std::string_view s);
 
-// repr(float), e.g. "1.0", "0.1", "1e-05", "1e+16", "inf", "nan".
-std::string py_float_repr(double v);
 // The decimal digits of int(v) for a finite double v.
 std::string py_int_of_double(double v);
 

@@ -86,4 +86,22 @@ size_t find_in(std::string_view hay, std::string_view needle, size_t from, size_
   return pos;
 }
 
+int hex_val(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+bool read_hex(std::string_view s, size_t i, size_t n, uint32_t& out) {
+  if (i + n > s.size()) return false;
+  out = 0;
+  for (size_t k = 0; k < n; ++k) {
+    const int h = hex_val(s[i + k]);
+    if (h < 0) return false;
+    out = out * 16 + uint32_t(h);
+  }
+  return true;
+}
+
 }  // namespace qinfer::chat

@@ -2,6 +2,7 @@
 // parsers being reproduced (vLLM) rely on them: str.isspace / str.strip over UTF-8 text.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 namespace qinfer::chat {
@@ -23,5 +24,10 @@ size_t partial_tag_overlap(std::string_view text, std::string_view tag);
 // (Python's str.find(needle, from, limit)); npos when absent.
 size_t find_in(std::string_view hay, std::string_view needle, size_t from = 0,
                size_t limit = std::string_view::npos);
+
+// Value of one hex digit, or -1.
+int hex_val(char c);
+// The n hex digits at s[i..i+n) as a number; false when there are fewer or one is not hex.
+bool read_hex(std::string_view s, size_t i, size_t n, uint32_t& out);
 
 }  // namespace qinfer::chat

@@ -10,9 +10,12 @@
 #include <random>
 #include <vector>
 
+#include "cli/bench_prefix.h"
 #include "cli/bench_speculative.h"
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
+#include "engine/prefix_flags.h"
+#include "model/expert_cache.h"
 #include "model/model.h"
 #include "model/profile.h"
 #include "ops/bandwidth.h"
@@ -93,9 +96,13 @@ void print_profile(const char* what) {
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
-  Args a(argc, argv, {{"model", true}, {"threads", true}, {"dense", true}, {"prefill", true}, {"rounds", true},
-                      {"contexts", true}, {"decode-tokens", true}, {"mmap-dense", false}, {"help", false},
-                      {"speculative", true}, {"draft-vocab", true}, {"draft-int8", false}});
+  std::vector<OptionSpec> specs = {{"model", true}, {"threads", true}, {"dense", true}, {"prefill", true},
+                                   {"rounds", true}, {"contexts", true}, {"decode-tokens", true},
+                                   {"mmap-dense", false}, {"help", false}, {"prefix-cache", true},
+                                   {"speculative", true}, {"draft-vocab", true}, {"draft-int8", false}};
+  for (auto& o : engine::prefix_cache_option_specs()) specs.push_back(o);
+  for (auto& o : memory_option_specs()) specs.push_back(o);
+  Args a(argc, argv, specs);
   if (a.has("help")) {
     std::fprintf(stderr,
                  "usage: qinfer bench --model DIR [--threads N] [--dense bf16|int8] [--prefill 512,2048]\n"
@@ -103,10 +110,14 @@ int cmd_bench(int argc, char** argv) {
                  "Decode times --rounds x --decode-tokens steps per context, each right after a bandwidth probe.\n"
                  "--mmap-dense reads dense weights from the checkpoint mapping instead of a huge-page copy.\n"
                  "QINFER_PROFILE=1 adds a per-part time breakdown of each phase.\n"
+                 "--prefix-cache N [--prefix-cache-gb GB]: instead, time to first token of a request sharing an\n"
+                 "N-token prefix with the one before (prefix cache) against cold ones, and the cache's memory.\n"
                  "--speculative K [--draft-vocab N] [--draft-int8] instead measures MTP speculative decoding (k = 1..K):\n"
-                 "verify and draft costs against a decode step and oracle-acceptance tokens/s (needs mtp.*).\n");
+                 "verify and draft costs against a decode step and oracle-acceptance tokens/s (needs mtp.*).\n%s",
+                 memory_flags_help());
     return 0;
   }
+  if (a.has("prefix-cache")) return bench_prefix_cache(a);
   LoadOptions lo = load_options_from_args(a);
   if (lo.threads > 0) ThreadPool::set_global_threads(lo.threads);  // before the bandwidth probe
   lo.resident_dense = !a.has("mmap-dense");
@@ -118,6 +129,12 @@ int cmd_bench(int argc, char** argv) {
   std::vector<int> contexts = parse_int_list(a.get_or("contexts", "0,4096,32768"), "--contexts");
   const int decode_tokens = static_cast<int>(a.get_int("decode-tokens", 8));
   if (decode_tokens <= 0) fail("--decode-tokens must be positive");
+  const int rounds = static_cast<int>(a.get_int("rounds", 5));
+  if (rounds <= 0) fail("--rounds must be positive");
+  if (lo.max_model_len == 0) {   // the memory plan sizes one sequence's KV for the longest run
+    for (int n : prefills) lo.max_model_len = std::max<int64_t>(lo.max_model_len, n);
+    for (int c : contexts) lo.max_model_len = std::max<int64_t>(lo.max_model_len, c + decode_tokens * rounds + 1);
+  }
 
   log_info("measuring memory bandwidth ...");
   // The probe's buffer stays resident for the whole run (the decode rounds
@@ -140,7 +157,7 @@ int cmd_bench(int argc, char** argv) {
   std::printf("model        %s: %d layers, weights %.2f GB resident (dense %s)\n", a.get("model").c_str(),
               t.num_hidden_layers, model->weight_bytes() / 1e9, lo.dense_int8 ? "int8" : "bf16");
   const double hwm_load = proc_status_bytes("VmHWM") - probe_bytes;
-  std::printf("memory       after load: peak resident %.2f GB, now %.2f GB (anon %.2f, of it in huge pages %.2f; "
+  std::printf("memory       load: peak resident %.2f GB, steady %.2f GB (anon %.2f, of it in huge pages %.2f; "
               "file %.2f); weights %.2f GB; the probe's %.2f GB not counted\n",
               hwm_load / 1e9, (proc_status_bytes("VmRSS") - probe_bytes) / 1e9,
               (proc_status_bytes("RssAnon") - probe_bytes) / 1e9,
@@ -191,8 +208,6 @@ int cmd_bench(int argc, char** argv) {
   // line also gives, strictest, the best probe of the whole run against the
   // median step, and the median pair against the triad alone (the issue's
   // definition of the floor; the read pass usually measures more).
-  const int rounds = static_cast<int>(a.get_int("rounds", 5));
-  if (rounds <= 0) fail("--rounds must be positive");
   int64_t max_ctx = 0;
   double best_gbs = std::max(bw.read_gbs, bw.triad_gbs);
   auto quantile = [](std::vector<double> v, double q) {
@@ -233,6 +248,11 @@ int cmd_bench(int argc, char** argv) {
                 100.0 * quantile(ratios, 0.25), 100.0 * quantile(ratios, 0.75), 100.0 * strict, best_gbs,
                 100.0 * quantile(triad_ratios, 0.5));
     print_profile("decode (warm-up step included)");
+    if (const model::ExpertCache* c = model->expert_cache())
+      std::printf("experts      file-backed: %lld of %lld slots hot after %lld rebalances; the hot set served %.1f%% "
+                  "of the routings since the last one\n",
+                  static_cast<long long>(c->hot_count()), static_cast<long long>(c->slots()),
+                  static_cast<long long>(c->rebalances()), 100.0 * c->hot_routed_share());
   }
   // Caches of the largest sequence (only one lives at a time): KV rows plus the
   // DeltaNet conv and recurrent states.

@@ -7,6 +7,9 @@
 #include "cli/commands.h"
 #include "io/checkpoint.h"
 #include "io/config.h"
+#include "cli/generation_flags.h"
+#include "model/memory_plan.h"
+#include "model/model.h"
 #include "util/args.h"
 #include "util/error.h"
 #include "vision/vision_config.h"
@@ -27,11 +30,19 @@ std::string human(double bytes) {
 }  // namespace
 
 int cmd_inspect(int argc, char** argv) {
-  Args a(argc, argv, {{"model", true}, {"help", false}});
+  Args a(argc, argv, {{"model", true}, {"help", false}, {"memory-budget-gb", true}, {"max-model-len", true},
+                      {"max-num-seqs", true}, {"experts", true}});
   if (a.has("help")) {
-    std::fprintf(stderr, "usage: qinfer inspect DIR   (or --model DIR)\n");
+    std::fprintf(stderr,
+                 "usage: qinfer inspect DIR (or --model DIR) [--memory-budget-gb G] [--max-model-len N]\n"
+                 "                      [--max-num-seqs N] [--experts auto|resident|mapped]\n"
+                 "Ends with the memory plan of each dense mode (bf16 copied, int8, mapped) on this machine\n"
+                 "or under --memory-budget-gb, read from the tensor headers only.\n");
     return 0;
   }
+  LoadOptions plan_opts = load_options_from_args(a);
+  plan_opts.max_num_seqs = a.get_int("max-num-seqs", 1);
+  if (plan_opts.max_num_seqs < 1) fail("option --max-num-seqs: must be positive");
   std::string dir = a.has("model") ? a.get("model") : (a.positional().empty() ? "" : a.positional()[0]);
   if (dir.empty()) fail("missing the model folder: qinfer inspect DIR");
   ModelConfig c = load_config(dir);
@@ -117,6 +128,18 @@ int cmd_inspect(int argc, char** argv) {
               human(static_cast<double>(state)).c_str());
   std::printf("             one sequence at 4k context: %s in all\n",
               human(static_cast<double>(text_bytes + state + kv_per_token * 4096)).c_str());
+  struct Mode {
+    const char* name;
+    bool int8, mapped;
+  };
+  for (const Mode& m : {Mode{"--dense bf16", false, false}, Mode{"--dense int8", true, false},
+                        Mode{"--mmap-dense", false, true}}) {
+    LoadOptions o = plan_opts;
+    o.dense_int8 = m.int8;
+    o.resident_dense = !m.mapped;
+    const model::MemoryPlan p = model::plan_for_options(*ck, c, o);
+    std::printf("%-14s %s\n", m.name, p.fits ? p.line().c_str() : p.refusal.c_str());
+  }
   return 0;
 }
 

@@ -35,18 +35,21 @@ void write_f32(const std::string& path, const std::vector<float>& v) {
 
 int cmd_logits(int argc, char** argv) {
   Args a(argc, argv, {{"model", true}, {"ids", true}, {"out", true}, {"threads", true},
-                      {"dense", true}, {"image", true, true}, {"help", false}, {"mtp-out", true}});
+                      {"dense", true}, {"image", true, true}, {"help", false}, {"mtp-out", true},
+                      {"memory-budget-gb", true}, {"experts", true}});
   if (a.has("help")) {
     std::fprintf(stderr, "usage: qinfer logits --model DIR --ids 3,1,4 --out FILE [--mtp-out FILE2] [--image FILE ...] [--threads N] [--dense int8]\n"
                          "Writes float32 LE logits [n_ids, vocab_size] of one prefill call; --mtp-out also the\n"
                          "MTP head's [n_ids, vocab_size] (row i: hidden i, token ids[i+1], last row the argmax).\n"
-                         "With --image the ids hold one image_token_id per image; rows are [expanded length, vocab_size].\n");
+                         "With --image the ids hold one image_token_id per image; rows are [expanded length, vocab_size].\n%s",
+                 memory_flags_help());
     return 0;
   }
   std::vector<int> ids = parse_int_list(a.get("ids"), "--ids");
   std::string out = a.get("out");
   check_output_path(out, "--out");
   LoadOptions lo = load_options_from_args(a);
+  if (!a.has("image")) lo.max_model_len = static_cast<int64_t>(ids.size());   // the KV one call needs
   const bool mtp = a.has("mtp-out");
   if (mtp) check_output_path(a.get("mtp-out"), "--mtp-out");
   if (mtp && a.has("image")) fail("--mtp-out: the MTP rows use text positions; it cannot be combined with --image");

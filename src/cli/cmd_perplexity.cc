@@ -52,12 +52,14 @@ double nll(const float* row, int64_t vocab, int target) {
 
 int cmd_perplexity(int argc, char** argv) {
   Args a(argc, argv, {{"model", true}, {"file", true}, {"ids", true}, {"ctx", true}, {"stride", true},
-                      {"max-tokens", true}, {"hf-rows", false}, {"threads", true}, {"dense", true}, {"help", false}});
+                      {"max-tokens", true}, {"hf-rows", false}, {"threads", true}, {"dense", true}, {"help", false},
+                      {"memory-budget-gb", true}, {"experts", true}});
   if (a.has("help")) {
     std::fprintf(stderr,
                  "usage: qinfer perplexity --model DIR (--file TEXT [--hf-rows] | --ids 1,2,3) [--ctx 2048]\n"
                  "                         [--stride 512] [--max-tokens N] [--threads N] [--dense bf16|int8]\n"
-                 "wikitext-2 as the model cards measure it: --file wiki.test.raw --hf-rows --ctx 2048 --stride 512\n");
+                 "wikitext-2 as the model cards measure it: --file wiki.test.raw --hf-rows --ctx 2048 --stride 512\n"
+                 "  --memory-budget-gb G  --experts auto|resident|mapped (the memory plan; KV sized for --ctx)\n");
     return 0;
   }
   const int64_t ctx = a.get_int("ctx", 2048), stride = a.get_int("stride", 512);
@@ -65,6 +67,7 @@ int cmd_perplexity(int argc, char** argv) {
   if (stride < 1 || stride > ctx) fail("--stride must be in 1..--ctx");
   if (a.has("file") == a.has("ids")) fail("give exactly one of --file or --ids");
   LoadOptions lo = load_options_from_args(a);
+  lo.max_model_len = ctx;   // one window at a time
   const std::string dir = model_dir_from_args(a);
 
   std::vector<int> ids;

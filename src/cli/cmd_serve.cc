@@ -28,14 +28,11 @@ int cmd_serve(int argc, char** argv) {
     std::fputs(server::serve_usage().c_str(), stdout);
     return 0;
   }
+  const model::ExpertsPlacement experts = model::parse_experts_placement(o.experts);   // before the load
   if (!o.ignored.empty()) {
     std::string list;
     for (const auto& f : o.ignored) list += (list.empty() ? "" : ", ") + f;
     log_info("accepted without effect on this CPU engine: ", list);
-  }
-  if (o.enable_prefix_caching) {
-    log_warn("--enable-prefix-caching: accepted, but prefix caching is not implemented yet: every request "
-             "prefills its whole prompt");
   }
   server::HttpServer srv(o);  // checks --chat-template and the TLS files before the long load
   int port = srv.bind();
@@ -63,8 +60,12 @@ int cmd_serve(int argc, char** argv) {
   eo.prefill_chunk = o.prefill_chunk;
   eo.load.threads = o.threads;
   eo.load.dense_int8 = o.dense_int8;
+  eo.load.memory_budget = o.memory_budget;
+  eo.load.experts = experts;
   eo.spec = o.spec;
   eo.load.load_vision = o.max_images_per_prompt > 0;   // vLLM's '{"image": 0}': text only
+  eo.enable_prefix_caching = o.enable_prefix_caching;
+  eo.prefix_cache_gb = o.prefix_cache_gb;
   std::unique_ptr<engine::Engine> engine;
   try {
     engine = engine::Engine::load(o.model_dir, eo);

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "engine/prefix_flags.h"
 #include "sampling/sampling_params.h"
 #include "util/error.h"
 
@@ -48,11 +49,38 @@ void check_sampling_flags(const Args& a, const engine::GenParams& p) {
 
 }  // namespace
 
+static void apply_memory_flags(const Args& a, LoadOptions& lo) {
+  if (a.has("memory-budget-gb")) {
+    const double g = a.get_double("memory-budget-gb", 0);
+    if (!(g > 0)) fail("option --memory-budget-gb: must be a positive number of GB (10^9 bytes), got ",
+                       a.get("memory-budget-gb"));
+    lo.memory_budget = g * 1e9;
+  }
+  if (a.has("max-model-len")) {
+    lo.max_model_len = a.get_int("max-model-len", 0);
+    if (lo.max_model_len < 1) fail("option --max-model-len: must be positive, got ", lo.max_model_len);
+  }
+  lo.experts = model::parse_experts_placement(a.get_or("experts", "auto"));
+}
+
 std::vector<OptionSpec> generation_option_specs() {
-  return {{"model", true}, {"temperature", true}, {"top-p", true}, {"top-k", true}, {"min-p", true},
+  std::vector<OptionSpec> specs = {{"model", true}, {"temperature", true}, {"top-p", true}, {"top-k", true}, {"min-p", true},
           {"repetition-penalty", true}, {"presence-penalty", true}, {"frequency-penalty", true},
           {"seed", true}, {"stop", true, true}, {"max-tokens", true}, {"threads", true}, {"dense", true},
           {"ignore-eos", false}, {"help", false}, {"speculative-config", true}};
+  for (auto& o : engine::prefix_cache_option_specs()) specs.push_back(o);
+  for (auto& o : memory_option_specs()) specs.push_back(o);
+  return specs;
+}
+
+std::vector<OptionSpec> memory_option_specs() {
+  return {{"memory-budget-gb", true}, {"max-model-len", true}, {"experts", true}};
+}
+
+const char* memory_flags_help() {
+  return "  --memory-budget-gb G (default: what the system has available, MemAvailable and the cgroup limit)\n"
+         "  --max-model-len N (tokens the KV cache is planned for; default: the model's, lowered to fit)\n"
+         "  --experts auto|resident|mapped (mapped: dense experts stay file-backed, the hot ones resident)\n";
 }
 
 const char* generation_flags_help() {
@@ -60,6 +88,9 @@ const char* generation_flags_help() {
          "  --repetition-penalty R  --presence-penalty P  --frequency-penalty F\n"
          "  --seed S  --stop STR (repeatable)  --max-tokens N  --ignore-eos\n"
          "  --threads N  --dense bf16|int8\n"
+         "  --memory-budget-gb G  --max-model-len N  --experts auto|resident|mapped\n"
+         "  --enable-prefix-caching (default) | --no-enable-prefix-caching\n"
+         "  --prefix-cache-gb GB  memory for cached prefixes (default: a quarter of the available memory)\n"
          "  --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":K}'  (MTP drafting, K 1..4)\n";
 }
 
@@ -89,6 +120,7 @@ LoadOptions load_options_from_args(const Args& a) {
   std::string dense = a.get_or("dense", "bf16");
   if (dense != "bf16" && dense != "int8") fail("option --dense: must be bf16 or int8, got '", dense, "'");
   lo.dense_int8 = dense == "int8";
+  apply_memory_flags(a, lo);
   return lo;
 }
 
@@ -118,6 +150,10 @@ engine::EngineOptions engine_options_from_args(const Args& a) {
   LoadOptions lo = load_options_from_args(a);
   o.load.threads = lo.threads;
   o.load.dense_int8 = lo.dense_int8;
+  o.load.memory_budget = lo.memory_budget;
+  o.load.experts = lo.experts;
+  o.max_model_len = lo.max_model_len;
+  engine::prefix_cache_options_from_args(a, o);
   if (a.has("speculative-config")) o.spec = engine::parse_speculative_config(a.get("speculative-config"));
   return o;
 }

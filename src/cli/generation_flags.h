@@ -15,8 +15,12 @@ namespace qinfer::cli {
 // --threads --dense, plus --model.
 std::vector<OptionSpec> generation_option_specs();
 engine::GenParams gen_params_from_args(const Args& a, double default_temperature);
-// --threads N (0 = all cores, negative refused) and --dense bf16|int8, errors naming the flag.
+// --threads N (0 = all cores, negative refused) and --dense bf16|int8, errors naming the flag;
+// the memory plan's --memory-budget-gb, --max-model-len and --experts where the command declares them.
 LoadOptions load_options_from_args(const Args& a);
+// The memory plan's option specs (--memory-budget-gb, --max-model-len, --experts) and their help.
+std::vector<OptionSpec> memory_option_specs();
+const char* memory_flags_help();
 // --model DIR, checked before anything loads: an Error saying the folder does not exist or is
 // not a folder (rather than a missing config.json inside it).
 std::string model_dir_from_args(const Args& a);

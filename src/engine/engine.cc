@@ -1,6 +1,8 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <array>
+#include <cstdio>
 #include <climits>
 #include <filesystem>
 
@@ -57,6 +59,7 @@ struct Engine::Seq {
   vision::MmPrompt mm;
   std::vector<float> image_embeds;
   std::vector<const float*> embed_rows;
+  PrefixSeq prefix;                   // prefix caching: keys, tokens, saved states
 };
 
 namespace {
@@ -77,11 +80,13 @@ bool has_chat_template(const std::string& dir) {
 std::unique_ptr<Engine> Engine::load(const std::string& dir, const EngineOptions& opts) {
   namespace fs = std::filesystem;
   // Before the (long) weight load, so a bad --max-model-len fails at once.
-  if (opts.max_model_len > 0) {
-    resolve_max_model_len(opts.max_model_len, load_config(dir).text.max_position_embeddings,
-                          opts.allow_long_max_model_len, (fs::path(dir) / "config.json").string());
-  }
   RunnerLoadOptions lo = opts.load;
+  lo.max_num_seqs = opts.max_num_seqs;   // the memory plan sizes the KV for these
+  if (opts.max_model_len > 0) {
+    lo.max_model_len =
+        resolve_max_model_len(opts.max_model_len, load_config(dir).text.max_position_embeddings,
+                              opts.allow_long_max_model_len, (fs::path(dir) / "config.json").string());
+  }
   if (opts.spec.enabled() && !opts.spec.draft_override) {
     lo.load_mtp = true;
     lo.draft_vocab = opts.spec.draft_vocab_size;
@@ -137,6 +142,7 @@ Engine::Engine(std::unique_ptr<ModelRunner> model, std::unique_ptr<Tokenizer> to
   }
   std::sort(eos_ids_.begin(), eos_ids_.end());
   eos_ids_.erase(std::unique(eos_ids_.begin(), eos_ids_.end()), eos_ids_.end());
+  prefix_setup();
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -236,6 +242,11 @@ std::shared_ptr<RequestStream> Engine::submit(std::vector<int> prompt, const Gen
   if (has_images) {
     s->has_images = true;
     s->mm = std::move(mm);
+    for (size_t i = 0; i < params.images->size() && i < s->mm.image_ranges.size(); ++i) {
+      const auto& im = (*params.images)[i];
+      s->prefix.images.push_back({s->mm.image_ranges[i].first, s->mm.image_ranges[i].second,
+                                  image_content_hash(im.grid_t, im.grid_h, im.grid_w, im.pixel_values)});
+    }
   }
   auto stream = s->stream;
   {
@@ -268,6 +279,7 @@ GenResult Engine::generate(const std::vector<int>& prompt, const GenParams& para
     }
     r.text += ev.text;
     r.prompt_tokens = ev.prompt_tokens;   // the expanded length when there are images
+    r.cached_tokens = ev.cached_tokens;
     r.completion_tokens = ev.completion_tokens;
     if (ev.time_to_first_token >= 0) r.time_to_first_token = ev.time_to_first_token;
     if (on_event && !on_event(ev)) stream->cancel();
@@ -302,6 +314,7 @@ void Engine::finish_seq(Seq& s, FinishReason r, const std::string& stop_str, int
                         const std::string& error) {
   if (s.done) return;
   s.done = true;
+  if (r != FinishReason::kError) prefix_at_finish(s);
   s.state.reset();  // frees the caches now
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -399,7 +412,7 @@ void Engine::step_batch(std::vector<std::unique_ptr<Seq>>& active) {
   const int64_t H = drafter_ ? model_->hidden_size() : 0;
   for (auto& s : active) {
     if (!s->state) {
-      s->state = model_->new_sequence();
+      prefix_admit(*s);   // a new sequence, or one resumed from the longest cached prefix
       s->logits.assign(static_cast<size_t>(vocab_) * (s->spec ? K + 1 : 1), 0.f);
       if (s->spec) s->context = s->prompt;
     }
@@ -437,7 +450,7 @@ void Engine::step_batch(std::vector<std::unique_ptr<Seq>>& active) {
     int64_t remain = static_cast<int64_t>(s->prompt.size()) - s->prefilled;
     if (remain <= 0 || s->done) continue;
     if (budget <= 0) break;
-    int64_t n = std::min(remain, budget);
+    int64_t n = std::min({remain, budget, prefix_cut(*s) - s->prefilled});
     RunnerStep st{s->state.get(), s->prompt.data() + s->prefilled, n, s->logits.data()};
     if (s->params.prompt_logprobs >= 0) {
       n = std::min(n, kPromptLogprobsChunk);
@@ -510,6 +523,8 @@ void Engine::step_batch(std::vector<std::unique_ptr<Seq>>& active) {
     }
     if (s.done) continue;
     if (!s.spec) {
+      // Before sampling: a token that ends the request saves the state at once.
+      prefix_after_step(s);
       if (!samples[i]) continue;
       try {
         process_token(s, s.logits.data());
@@ -620,6 +635,14 @@ void Engine::step_batch(std::vector<std::unique_ptr<Seq>>& active) {
   stats_.prompt_tokens += prefill_tokens;
   stats_.generation_tokens += generated;
   stats_.busy_seconds += now_seconds() - t0;
+  if (prefix_) {
+    const PrefixCacheStats ps = prefix_->stats();
+    stats_.prefix_cache_bytes = static_cast<int64_t>(ps.bytes);
+    stats_.prefix_cache_blocks = ps.entries;
+    stats_.prefix_cache_states = ps.states;
+    stats_.prefix_cache_kv_bytes = static_cast<int64_t>(ps.kv_bytes);
+    stats_.prefix_cache_state_bytes = static_cast<int64_t>(ps.state_bytes);
+  }
   stats_.spec.num_drafts += spec.num_drafts;
   stats_.spec.num_draft_tokens += spec.num_draft_tokens;
   stats_.spec.num_accepted_tokens += spec.num_accepted_tokens;
@@ -632,6 +655,11 @@ void Engine::encode_pending_images(std::vector<std::unique_ptr<Seq>>& active) {
   // preprocessed patches are dropped afterwards (the embeddings are all prefill needs).
   for (auto& s : active) {
     if (!s->has_images || s->done || !s->embed_rows.empty()) continue;
+    if (s->prefilled >= s->mm.image_ranges.back().second) {   // every image inside the cached prefix
+      s->embed_rows.assign(s->prompt.size(), nullptr);
+      s->params.images.reset();
+      continue;
+    }
     try {
       std::vector<const vision::ImagePatches*> ptrs;
       for (const auto& im : *s->params.images) ptrs.push_back(&im);
@@ -653,6 +681,144 @@ void Engine::encode_pending_images(std::vector<std::unique_ptr<Seq>>& active) {
   }
 }
 
+// ---- prefix caching (engine/prefix_cache.h) ----
+
+void Engine::prefix_setup() {
+  if (!opts_.enable_prefix_caching) return;
+  const int64_t B = model_->prefix_block_tokens();
+  if (B <= 0) return;   // a runner that cannot save state (test fakes)
+  if (opts_.prefix_snapshot_blocks < 1) fail("prefix_snapshot_blocks must be >= 1, got ", opts_.prefix_snapshot_blocks);
+  size_t budget;
+  if (opts_.prefix_cache_gb >= 0) {
+    budget = static_cast<size_t>(opts_.prefix_cache_gb * double(size_t{1} << 30));
+  } else {
+    const size_t avail = mem_available_bytes();
+    budget = avail > 0 ? avail / 4 : size_t{4} << 30;
+  }
+  prefix_ = std::make_unique<PrefixCache>(budget, B);
+  auto mib = [](double bytes) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f MiB", bytes / double(size_t{1} << 20));
+    return std::string(buf);
+  };
+  log_info("prefix caching: budget ", mib(static_cast<double>(budget)),
+           opts_.prefix_cache_gb >= 0 ? "" : " (a quarter of the available memory; --prefix-cache-gb sets it)", "; per ", B,
+           "-token block ", mib(static_cast<double>(model_->saved_block_bytes())),
+           " of attention KV, per DeltaNet state snapshot ", mib(static_cast<double>(model_->saved_state_bytes())));
+}
+
+void Engine::prefix_admit(Seq& s) {
+  const int64_t len = static_cast<int64_t>(s.prompt.size());
+  // Speculating sequences neither resume nor save: their MTP cache rows and rollbacks
+  // are not part of a snapshot (not done yet).
+  if (!prefix_ || s.spec) {
+    s.state = model_->new_sequence();
+    return;
+  }
+  const int64_t B = prefix_->block_tokens();
+  PrefixSeq& p = s.prefix;
+  p.tokens = s.prompt;
+  p.extend_keys(len, B);
+  // At least one prompt token is computed: its logits give the first sampled token. A
+  // request for prompt_logprobs needs every prompt position's logits: it is not resumed
+  // (as in vLLM), though it still saves its prefix for others.
+  const int64_t max_blocks = s.params.prompt_logprobs >= 0 ? 0 : (len - 1) / B;
+  PrefixCache::Hit hit = prefix_->lookup(p.keys, p.extras, p.tokens.data(), max_blocks);
+  if (hit.blocks > 0) {
+    try {
+      s.state = model_->restore(hit.kv, hit.state);
+      s.prefilled = p.cached = p.state_saved_at = hit.blocks * B;
+    } catch (const std::exception& e) {
+      log_warn("prefix cache: restoring ", hit.blocks * B, " tokens failed (", e.what(), "); prefilling in full");
+      s.prefilled = p.cached = p.state_saved_at = 0;
+    }
+  }
+  if (!s.state) s.state = model_->new_sequence();
+  s.stream->set_cached_tokens(p.cached);
+  log_info("prefix cache: ", p.cached, " of ", len, " prompt tokens cached");
+  std::lock_guard<std::mutex> lk(mu_);
+  stats_.prefix_cache_queries += len;
+  stats_.prefix_cache_hits += p.cached;
+}
+
+namespace {
+// The block edges of a prompt of `len` tokens where its state is saved (besides every
+// prefix_snapshot_blocks blocks): the last edge of the prompt (a completion continued
+// after it resumes there), the last edge before its last token (the same prompt sent
+// again: one token must be computed for the logits), and the last edge before the chat
+// template's generation prompt tail. A chat's next turn re-renders this turn's history
+// without its `<think>` part (Qwen3 drops it before the last user message, and drops
+// the empty `<think>\n\n</think>\n\n` of thinking off too): the turns share the
+// prompt up to `<|im_start|>assistant\n`, up to 4 tokens before its end.
+constexpr int64_t kGenerationPromptTail = 8;
+std::array<int64_t, 3> prompt_edges(int64_t len, int64_t B) {
+  return {len / B * B, (len - 1) / B * B, std::max<int64_t>(len - kGenerationPromptTail, 0) / B * B};
+}
+}  // namespace
+
+int64_t Engine::prefix_cut(const Seq& s) const {
+  if (!prefix_) return INT64_MAX;
+  // The prefill stops at each edge where a state is saved, so the state there exists.
+  const int64_t B = prefix_->block_tokens();
+  const int64_t every = B * opts_.prefix_snapshot_blocks;
+  int64_t cut = (s.prefilled / every + 1) * every;
+  for (int64_t t : prompt_edges(static_cast<int64_t>(s.prompt.size()), B))
+    if (t > s.prefilled) cut = std::min(cut, t);
+  return cut;
+}
+
+void Engine::prefix_after_step(Seq& s) {
+  if (!prefix_ || s.spec || s.done || !s.state) return;
+  const int64_t B = prefix_->block_tokens(), len = static_cast<int64_t>(s.prompt.size());
+  try {
+    const int64_t pos = model_->sequence_tokens(*s.state);
+    if (pos % B != 0 || pos <= s.prefix.state_saved_at || pos > static_cast<int64_t>(s.prefix.tokens.size())) return;
+    const bool every = pos % (B * opts_.prefix_snapshot_blocks) == 0;
+    if (pos <= len) {
+      // Prefill: the chunk ended on an edge; save it if it is one prefix_cut aimed at.
+      const auto edges = prompt_edges(len, B);
+      if (every || std::find(edges.begin(), edges.end(), pos) != edges.end()) prefix_store(s, pos / B, nullptr);
+    } else if (every) {
+      prefix_store(s, pos / B, nullptr);
+      s.prefix.pending = {};
+    } else {
+      s.prefix.pending = model_->save_state(*s.state);   // saved if the generation ends before the next edge
+    }
+  } catch (const std::exception& e) {
+    log_warn("prefix cache: saving failed (", e.what(), "); the request goes on uncached");
+  }
+}
+
+void Engine::prefix_at_finish(Seq& s) {
+  if (!prefix_ || !s.state || !s.prefix.pending.data) return;
+  try {
+    if (s.prefix.pending.position > s.prefix.state_saved_at) {
+      prefix_store(s, s.prefix.pending.position / prefix_->block_tokens(), &s.prefix.pending);
+    }
+  } catch (const std::exception& e) {
+    log_warn("prefix cache: saving failed (", e.what(), ")");
+  }
+  s.prefix.pending = {};
+}
+
+void Engine::prefix_store(Seq& s, int64_t blocks, const SavedState* state) {
+  // Blocks 0..blocks-1 (those missing) and the state at their end: `state`, or, when
+  // null, the sequence's own (it stands at that edge now), copied only if not cached.
+  PrefixSeq& p = s.prefix;
+  p.extend_keys(blocks * prefix_->block_tokens(), prefix_->block_tokens());
+  for (int64_t b = 0; b < blocks; ++b) {
+    if (prefix_->has_block(p.keys, p.extras, p.tokens.data(), b)) continue;
+    // No room (everything in use) or a key collision: this chain stops here.
+    if (!prefix_->insert_block(p.keys, p.extras, p.tokens.data(), b, model_->save_block(*s.state, b))) return;
+  }
+  prefix_->touch_chain(p.keys, blocks);
+  const BlockKey last = p.keys[blocks - 1];
+  if (prefix_->has_state(last) ||
+      prefix_->insert_state(last, state ? *state : model_->save_state(*s.state))) {
+    p.state_saved_at = blocks * prefix_->block_tokens();
+  }
+}
+
 bool Engine::process_token(Seq& s, const float* logits) {
   TokenOut info;
   info.token = s.sampler->sample(logits, &info, grammar_mask(s));
@@ -669,6 +835,7 @@ const uint64_t* Engine::grammar_mask(Seq& s) {
 
 bool Engine::emit_token(Seq& s, const TokenOut& info) {
   const int tok = info.token;
+  if (prefix_) s.prefix.tokens.push_back(tok);
   ++s.generated;
   if (s.generated == 1) {
     s.stream->set_first_token_time(now_seconds() - s.submit_time);

@@ -23,6 +23,7 @@
 #include "engine/gen_params.h"
 #include "util/error.h"
 #include "engine/model_runner.h"
+#include "engine/prefix_cache.h"
 #include "engine/request_stream.h"
 #include "engine/speculative.h"
 
@@ -51,6 +52,14 @@ struct EngineOptions {
   int max_queued_seqs = 2048;
   int64_t max_queued_tokens = int64_t{1} << 24;  // prompt tokens over all queued sequences
   RunnerLoadOptions load;
+  // Prefix caching (engine/prefix_cache.h; --enable-prefix-caching, on by default as in
+  // vLLM V1; off when the runner cannot save state). Budget in GiB; < 0: a quarter of
+  // MemAvailable when the engine starts. A DeltaNet state snapshot is kept every
+  // prefix_snapshot_blocks blocks inside a prompt, besides those at the prompt's end
+  // and at the end of the generation.
+  bool enable_prefix_caching = true;
+  double prefix_cache_gb = -1;
+  int prefix_snapshot_blocks = 4;
   SpeculativeOptions spec;        // --speculative-config (engine/speculative.h); needs load.load_mtp
 };
 
@@ -66,6 +75,11 @@ struct EngineStats {
   int64_t prompt_tokens = 0, generation_tokens = 0;
   int64_t steps = 0;
   double busy_seconds = 0;        // time spent in forward + sampling
+  // Prefix caching, in tokens as vLLM's prefix_cache_queries / prefix_cache_hits: the
+  // prompt tokens of each request looked up, and those found cached.
+  int64_t prefix_cache_queries = 0, prefix_cache_hits = 0;
+  int64_t prefix_cache_bytes = 0, prefix_cache_blocks = 0, prefix_cache_states = 0;
+  int64_t prefix_cache_kv_bytes = 0, prefix_cache_state_bytes = 0;   // the two parts of prefix_cache_bytes
   SpecDecodeStats spec;           // speculative decoding counters
   int64_t kv_tokens = 0;          // tokens held in the caches of the running sequences
 };
@@ -122,6 +136,13 @@ class Engine {
   void finish_seq(Seq& s, FinishReason r, const std::string& stop_str = {}, int stop_token = -1,
                   const std::string& error = {});
   bool process_token(Seq& s, const float* logits);
+  // Prefix caching (the end of engine.cc).
+  void prefix_setup();
+  void prefix_admit(Seq& s);                     // new sequence: from the longest cached prefix
+  int64_t prefix_cut(const Seq& s) const;        // prefill stops here (a state to save), or INT64_MAX
+  void prefix_after_step(Seq& s);                // saves at targeted block edges
+  void prefix_at_finish(Seq& s);                 // end of generation
+  void prefix_store(Seq& s, int64_t blocks, const SavedState* state);   // null: the state now
   bool emit_token(Seq& s, const TokenOut& info);   // stop checks + streaming; true when s finished
   static const uint64_t* grammar_mask(Seq& s);   // structured-output mask for s's next token, or null
   // Speculation: how many drafts s may verify now, and the batched draft requests of a step.
@@ -137,6 +158,7 @@ class Engine {
   std::vector<int> eos_ids_;
   std::mutex grammar_mu_;
   std::unique_ptr<grammar::Compiler> grammar_compiler_;
+  std::unique_ptr<PrefixCache> prefix_;          // null: prefix caching off
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

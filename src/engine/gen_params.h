@@ -74,6 +74,7 @@ struct GenEvent {
   int stop_token = -1;                // the EOS/stop id that ended it, if any
   std::string error;                  // reason == kError
   int64_t prompt_tokens = 0;
+  int64_t cached_tokens = 0;          // of prompt_tokens, restored from the prefix cache
   int64_t completion_tokens = 0;      // cumulative
   double time_to_first_token = -1;    // seconds from submit, once known
   std::vector<double> token_times;    // now_seconds() when each of `tokens` was produced
@@ -92,6 +93,7 @@ struct GenResult {
   int stop_token = -1;
   std::string error;
   int64_t prompt_tokens = 0, completion_tokens = 0;
+  int64_t cached_tokens = 0;          // prompt tokens restored from the prefix cache
   double time_to_first_token = -1;
 };
 

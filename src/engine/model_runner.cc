@@ -1,14 +1,12 @@
 // ModelRunner over the Qwen3.5/3.6 MoE model of src/model.
-#include <filesystem>
-
-#include <nlohmann/json.hpp>
-
 #include "engine/model_runner.h"
+
 #include "io/checkpoint.h"
 #include "model/model.h"
+#include "model/state_copy.h"
 #include "io/config.h"
+#include "io/generation_config.h"
 #include "util/error.h"
-#include "util/json_parse.h"
 #include "util/log.h"
 #include "vision/vision_tower.h"
 
@@ -21,26 +19,6 @@ class QwenSequence : public RunnerSequence {
   explicit QwenSequence(std::unique_ptr<SequenceState> s) : state(std::move(s)) {}
   std::unique_ptr<SequenceState> state;
 };
-
-// generation_config.json's eos_token_id: an int or a list; absent file or key: none.
-std::vector<int> generation_eos_ids(const std::string& dir) {
-  std::vector<int> ids;
-  auto path = std::filesystem::path(dir) / "generation_config.json";
-  if (!std::filesystem::exists(path)) return ids;
-  const nlohmann::json j = read_json_file(path.string());
-  if (!j.is_object() || !j.contains("eos_token_id")) return ids;
-  const auto& e = j["eos_token_id"];
-  if (e.is_number_integer()) ids.push_back(e.get<int>());
-  else if (e.is_array()) {
-    for (const auto& x : e) {
-      if (!x.is_number_integer()) fail(path.string(), ": eos_token_id: entries must be integers");
-      ids.push_back(x.get<int>());
-    }
-  } else if (!e.is_null()) {
-    fail(path.string(), ": eos_token_id: must be an integer or a list of integers");
-  }
-  return ids;
-}
 
 SequenceState& state_of(RunnerSequence* s) { return *static_cast<QwenSequence*>(s)->state; }
 
@@ -140,7 +118,7 @@ class QwenRunner : public ModelRunner {
     if (model_->has_mtp()) mtp_ = std::make_unique<MtpDraftSource>(model_.get(), draft_vocab, draft_int8);
   }
   DraftSource* draft_source() override { return mtp_.get(); }
-  void rollback(RunnerSequence* s, int64_t keep) override { state_of(s).rollback(keep); }
+  void rollback(RunnerSequence* s, int64_t keep) override { qinfer::engine::state_of(s).rollback(keep); }
   int vocab_size() const override { return model_->config().text.vocab_size; }
   int64_t max_context() const override { return model_->max_context(); }
   std::vector<int> eos_token_ids() const override { return eos_; }
@@ -175,8 +153,31 @@ class QwenRunner : public ModelRunner {
   std::vector<float> encode_images(const std::vector<const vision::ImagePatches*>& images) override {
     return model_->encode_images(images);
   }
+  int64_t prefix_block_tokens() const override { return KvCache::kBlockTokens; }
+  int64_t sequence_tokens(const RunnerSequence& seq) const override { return state_of(seq).n_tokens(); }
+  SavedBlock save_block(const RunnerSequence& seq, int64_t block) override {
+    auto c = copy_kv_block(state_of(seq), block);
+    return {c, c->bytes()};
+  }
+  SavedState save_state(const RunnerSequence& seq) override {
+    auto r = copy_recurrent(state_of(seq));
+    return {r, r->bytes(), r->position};
+  }
+  std::unique_ptr<RunnerSequence> restore(const std::vector<SavedBlock>& blocks, const SavedState& state) override {
+    auto seq = std::make_unique<QwenSequence>(model_->new_sequence());
+    std::vector<std::shared_ptr<const KvBlockCopy>> kv;
+    for (const auto& b : blocks) kv.push_back(std::static_pointer_cast<const KvBlockCopy>(b.data));
+    restore_prefix(*seq->state, kv, *std::static_pointer_cast<const RecurrentCopy>(state.data));
+    return seq;
+  }
+  size_t saved_block_bytes() const override { return kv_block_copy_bytes(shape()); }
+  size_t saved_state_bytes() const override { return recurrent_copy_bytes(shape()); }
 
  private:
+  static const SequenceState& state_of(const RunnerSequence& seq) {
+    return *static_cast<const QwenSequence&>(seq).state;
+  }
+  StateShape shape() const { return model_->new_sequence()->shape(); }
   std::unique_ptr<Model> model_;
   std::vector<int> eos_;
   std::unique_ptr<MtpDraftSource> mtp_;
@@ -188,13 +189,24 @@ std::vector<float> ModelRunner::encode_images(const std::vector<const vision::Im
   fail("this model has no vision tower: image input is unavailable");
 }
 
+int64_t ModelRunner::sequence_tokens(const RunnerSequence&) const { fail("this model runner has no prefix caching"); }
+SavedBlock ModelRunner::save_block(const RunnerSequence&, int64_t) { fail("this model runner has no prefix caching"); }
+SavedState ModelRunner::save_state(const RunnerSequence&) { fail("this model runner has no prefix caching"); }
+std::unique_ptr<RunnerSequence> ModelRunner::restore(const std::vector<SavedBlock>&, const SavedState&) {
+  fail("this model runner has no prefix caching");
+}
+
 std::unique_ptr<ModelRunner> load_model_runner(const std::string& dir, const RunnerLoadOptions& opts) {
   LoadOptions lo;
   lo.threads = opts.threads;
   lo.dense_int8 = opts.dense_int8;
   lo.load_vision = opts.load_vision;
+  lo.memory_budget = opts.memory_budget;
+  lo.max_model_len = opts.max_model_len;
+  lo.max_num_seqs = opts.max_num_seqs;
+  lo.experts = opts.experts;
   lo.load_mtp = opts.load_mtp;
-  auto eos = generation_eos_ids(dir);
+  auto eos = read_generation_config(dir).eos_token_ids;
   if (opts.load_mtp && !Checkpoint::open(dir)->has("mtp.fc.weight"))   // headers only: before the long load
     fail(dir, ": --speculative-config asks for MTP drafting, but the checkpoint has no mtp.* tensors "
               "(its MTP draft head); run without --speculative-config");

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/speculative.h"
+#include "model/memory_plan.h"
 
 namespace qinfer::vision {
 struct ImagePatches;
@@ -18,6 +19,19 @@ namespace qinfer::engine {
 class RunnerSequence {
  public:
   virtual ~RunnerSequence() = default;
+};
+
+// Prefix caching (engine/prefix_cache.h): what a runner saves of a sequence. Opaque to
+// the engine and immutable; shared by the cache and by the sequences restored from it
+// (data.use_count() > 1: some running sequence still reads it).
+struct SavedBlock {                  // the KV rows of one block, every attention layer
+  std::shared_ptr<const void> data;
+  size_t bytes = 0;
+};
+struct SavedState {                  // the recurrent (DeltaNet conv + delta-rule) state
+  std::shared_ptr<const void> data;
+  size_t bytes = 0;
+  int64_t position = 0;              // tokens consumed when it was taken (a block edge)
 };
 
 struct RunnerStep {
@@ -58,12 +72,31 @@ class ModelRunner {
   virtual int spatial_merge_size() const { return 2; }
   virtual int64_t hidden_size() const { return 0; }
   virtual std::vector<float> encode_images(const std::vector<const vision::ImagePatches*>& images);
+
+  // Prefix caching. prefix_block_tokens() > 0: the runner can save block b (rows
+  // [b*B, (b+1)*B), all written) and the recurrent state at a position that is a
+  // multiple of B, and restore a sequence at n*B from n saved blocks (shared, read
+  // only) and a state saved at n*B. 0 (the default): no prefix caching.
+  virtual int64_t prefix_block_tokens() const { return 0; }
+  virtual int64_t sequence_tokens(const RunnerSequence& seq) const;   // tokens consumed so far
+  virtual SavedBlock save_block(const RunnerSequence& seq, int64_t block);
+  virtual SavedState save_state(const RunnerSequence& seq);
+  virtual std::unique_ptr<RunnerSequence> restore(const std::vector<SavedBlock>& blocks, const SavedState& state);
+  // What one saved block and one saved state cost (for the log; 0 when unknown).
+  virtual size_t saved_block_bytes() const { return 0; }
+  virtual size_t saved_state_bytes() const { return 0; }
 };
 
 struct RunnerLoadOptions {
   int threads = 0;
   bool dense_int8 = false;
   bool load_vision = true;   // false: text only (--limit-mm-per-prompt '{"image": 0}')
+  // The memory plan's inputs (LoadOptions): budget in bytes (0: available), the KV's
+  // tokens per sequence (0: the model's context, lowered to fit) and sequences.
+  double memory_budget = 0;
+  int64_t max_model_len = 0;
+  int64_t max_num_seqs = 1;
+  model::ExpertsPlacement experts = model::ExpertsPlacement::kAuto;
   bool load_mtp = false;     // load the mtp.* draft head (error when the checkpoint has none)
   int64_t draft_vocab = 0;   // > 0: the MTP drafts among token ids below this only
   bool draft_int8 = false;   // the MTP drafts score with an int8 copy of the lm_head

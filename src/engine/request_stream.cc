@@ -69,6 +69,11 @@ void RequestStream::set_first_token_time(double seconds) {
   pending_.time_to_first_token = seconds;
 }
 
+void RequestStream::set_cached_tokens(int64_t n) {
+  std::lock_guard<std::mutex> lk(mu_);
+  pending_.cached_tokens = n;
+}
+
 void RequestStream::finish(FinishReason reason, const std::string& stop_str, int stop_token,
                            const std::string& error) {
   std::lock_guard<std::mutex> lk(mu_);

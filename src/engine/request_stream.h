@@ -28,6 +28,7 @@ class RequestStream {
   void push_text(const std::string& text);
   void set_prompt_logprobs(std::vector<TokenOut> lp);
   void set_first_token_time(double seconds);
+  void set_cached_tokens(int64_t n);   // prompt tokens restored from the prefix cache
   void finish(FinishReason reason, const std::string& stop_str = {}, int stop_token = -1,
               const std::string& error = {});
   void set_on_cancel(std::function<void()> f) { on_cancel_ = std::move(f); }

@@ -18,7 +18,7 @@ enum class ExprKind {
   Const,     // value
   Name,      // name
   List,      // items
-  Tuple,     // items (evaluates to a list)
+  Tuple,     // items
   Dict,      // items: key0, value0, key1, value1, ...
   Getattr,   // a . name
   Getitem,   // a [ b ]

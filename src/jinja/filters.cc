@@ -5,7 +5,7 @@
 #include <unordered_map>
 
 #include "jinja/builtins.h"
-#include "jinja/interpreter.h"
+#include "jinja/renderer.h"
 #include "jinja/methods.h"
 #include "jinja/py_json.h"
 #include "jinja/py_string.h"
@@ -108,9 +108,9 @@ Value f_dictsort(Renderer&, const Value& v, const CallArgs& ca) {
   std::stable_sort(items.begin(), items.end(), [&](const auto& x, const auto& y) {
     return rev ? less(key(y), key(x), "<") : less(key(x), key(y), "<");
   });
-  Json arr = Json::array();
-  for (auto& [k, val] : items) arr.push_back(Json::array({k.json(), val.to_json("dictsort()")}));
-  return Value(std::move(arr));
+  std::vector<Value> pairs;
+  for (auto& [k, val] : items) pairs.push_back(tuple_of({k, val}, "dictsort()"));
+  return make_list(pairs, "dictsort()");
 }
 
 Value f_escape(Renderer&, const Value& v, const CallArgs& ca) {
@@ -202,12 +202,9 @@ Value f_format(Renderer&, const Value& v, const CallArgs& ca) {
   if (!ca.pos.empty() && !ca.kw.empty())
     throw EvalError("can't handle positional and keyword arguments at the same time");
   if (!ca.kw.empty()) {
-    Json obj = Json::object();
-    for (auto& [k, val] : ca.kw) obj[k] = val.to_json("format()");
-    return Value(percent_format(soft_str(v), Value(std::move(obj))));
+    return Value(percent_format(soft_str(v), make_dict(ca.kw, "format()")));
   }
-  if (ca.pos.size() == 1 && !ca.pos[0].is_list()) return Value(percent_format(soft_str(v), ca.pos[0]));
-  return Value(percent_format(soft_str(v), make_list(ca.pos, "format()")));
+  return Value(percent_format(soft_str(v), tuple_of(ca.pos, "format()")));
 }
 
 Value f_indent(Renderer&, const Value& v, const CallArgs& ca) {
@@ -232,9 +229,7 @@ Value f_items(Renderer&, const Value& v, const CallArgs& ca) {
   Args(ca, "items()", {});
   if (v.is_undefined()) return Value(Json::array()).as_iterator();
   if (!v.is_dict()) throw EvalError("TypeError: Can only get item pairs from a mapping.");
-  Json arr = Json::array();
-  for (auto it = v.json().begin(); it != v.json().end(); ++it) arr.push_back(Json::array({it.key(), it.value()}));
-  return Value(std::move(arr)).as_iterator();
+  return dict_items(v).as_iterator();
 }
 
 Value f_join(Renderer&, const Value& v, const CallArgs& ca) {
@@ -253,7 +248,7 @@ Value f_join(Renderer&, const Value& v, const CallArgs& ca) {
 
 Value f_list(Renderer&, const Value& v, const CallArgs& ca) {
   Args(ca, "list()", {});
-  if (v.is_list()) return v.as_list();
+  if (v.is_list() && !v.is_tuple()) return v.as_list();
   return str_list(iterate(v));
 }
 

@@ -31,20 +31,21 @@ Value g_range(CallArgs& ca) {
 }
 
 Value g_dict(CallArgs& ca) {
-  Json obj = Json::object();
+  std::vector<std::pair<std::string, Value>> members;
   if (ca.pos.size() > 1) throw EvalError("TypeError: dict expected at most 1 argument");
   if (!ca.pos.empty()) {
     const Value& src = ca.pos[0];
-    if (src.is_dict()) obj = src.json();
+    if (src.is_dict())
+      for (auto it = src.json().begin(); it != src.json().end(); ++it) members.emplace_back(it.key(), src.member(it.key()));
     else
       for (auto& pair : iterate(src)) {
         std::vector<Value> kv = iterate(pair);
         if (kv.size() != 2 || !kv[0].is_string()) throw EvalError("dict(): expected (str, value) pairs");
-        obj[kv[0].str()] = kv[1].to_json("dict()");
+        members.emplace_back(kv[0].str(), kv[1]);
       }
   }
-  for (auto& [k, v] : ca.kw) obj[k] = v.to_json("dict()");
-  return Value(std::move(obj));
+  members.insert(members.end(), ca.kw.begin(), ca.kw.end());
+  return make_dict(members, "dict()");
 }
 
 Value g_namespace(CallArgs& ca) {

@@ -54,7 +54,7 @@ Value get_item(const Value& obj, const Value& key) {
     int64_t idx;
     if (j.is_array()) {
       if (index_of(key, static_cast<int64_t>(j.size()), idx)) return obj.at(static_cast<size_t>(idx));
-      if (key.is_int() || key.is_bool()) return Value::undefined(cat("list object has no element ", key.as_int()));
+      if (key.is_int() || key.is_bool()) return Value::undefined(cat(type_name(obj), " object has no element ", key.as_int()));
     } else if (j.is_object()) {
       if (key.is_string()) {
         Value v = obj.member(key.str());
@@ -110,9 +110,9 @@ Value slice(const Value& obj, const Value& start, const Value& stop, const Value
     for (int64_t i : idx) r.push_back(u[static_cast<size_t>(i)]);
     return Value(py::encode(r));
   }
-  Json arr = Json::array();
-  for (int64_t i : idx) arr.push_back(obj.json()[static_cast<size_t>(i)]);
-  return Value(std::move(arr));
+  std::vector<Value> items;
+  for (int64_t i : idx) items.push_back(obj.at(static_cast<size_t>(i)));
+  return make_list(items, "slice", obj.is_tuple());  // a slice of a tuple is a tuple
 }
 
 }  // namespace qinfer::jinja

@@ -27,7 +27,7 @@ Value str_list(const std::vector<std::string>& parts) {
   return Value(std::move(arr));
 }
 
-// startswith/endswith: prefix may be a str or a list (tuple) of str.
+// startswith/endswith: prefix may be a str or a tuple of str.
 bool affix(const std::string& s, const Args& a, bool end) {
   std::u32string u = py::decode(s);
   int64_t len = static_cast<int64_t>(u.size());
@@ -38,7 +38,7 @@ bool affix(const std::string& s, const Args& a, bool end) {
   std::vector<std::string> cands;
   const Value& p = a.get(0);
   if (p.is_string()) cands.push_back(p.str());
-  else if (p.is_list()) {
+  else if (p.is_tuple()) {
     for (auto& v : iterate(p)) {
       if (!v.is_string()) throw EvalError("TypeError: tuple for startswith must only contain str");
       cands.push_back(v.str());
@@ -171,8 +171,8 @@ Value str_method(const Value& self, const std::string& name) {
       std::string sep = a.str(0);
       if (sep.empty()) throw EvalError("ValueError: empty separator");
       size_t f = r ? s.rfind(sep) : s.find(sep);
-      if (f == std::string::npos) return r ? str_list({"", "", s}) : str_list({s, "", ""});
-      return str_list({s.substr(0, f), sep, s.substr(f + sep.size())});
+      if (f == std::string::npos) return r ? tuple_of({"", "", s}, "str.partition()") : tuple_of({s, "", ""}, "str.partition()");
+      return tuple_of({s.substr(0, f), sep, s.substr(f + sep.size())}, "str.partition()");
     });
   }
   if (name == "zfill")
@@ -229,30 +229,36 @@ Value dict_method(const Value& self, const std::string& name) {
   if (name == "items" || name == "keys" || name == "values") {
     char kind = name[0];
     return m({}, [self, kind](const Args&) {
-      Json arr = Json::array();
-      for (auto it = self.json().begin(); it != self.json().end(); ++it) {
-        if (kind == 'i') arr.push_back(Json::array({it.key(), it.value()}));
-        else if (kind == 'k') arr.push_back(it.key());
-        else arr.push_back(it.value());
-      }
-      return Value(std::move(arr));
+      if (kind == 'i') return dict_items(self);
+      std::vector<Value> out;
+      for (auto it = self.json().begin(); it != self.json().end(); ++it)
+        out.push_back(kind == 'k' ? Value(it.key()) : self.member(it.key()));
+      return make_list(out, "dict.values()");
     });
   }
-  if (name == "copy") return m({}, [self](const Args&) { return Value(self.json()); });
+  if (name == "copy")
+    return m({}, [self](const Args&) {
+      std::vector<std::pair<std::string, Value>> members;
+      for (auto it = self.json().begin(); it != self.json().end(); ++it) members.emplace_back(it.key(), self.member(it.key()));
+      return make_dict(members, "dict.copy()");
+    });
   if (name == "pop" || name == "popitem" || name == "setdefault" || name == "update" || name == "clear")
     return unsafe(self, name);
   return Value();
 }
 
+// Methods of a list, and of a tuple (only index and count).
 Value list_method(const Value& self, const std::string& name) {
+  const bool tuple = self.is_tuple();
   auto m = [&](std::vector<std::string> params, std::function<Value(const Args&)> body) -> Value {
-    std::string what = "list." + name + "()";
+    std::string what = (tuple ? "tuple." : "list.") + name + "()";
     return Value::callable(what, [what, params, body](CallArgs& ca) { return body(Args(ca, what, params)); });
   };
   if (name == "index")
-    return m({"value"}, [self](const Args& a) {
+    return m({"value"}, [self, tuple](const Args& a) {
       for (size_t i = 0; i < self.size(); ++i)
         if (equals(self.at(i), a.get(0))) return Value(static_cast<int64_t>(i));
+      if (tuple) throw EvalError("ValueError: tuple.index(x): x not in tuple");
       throw EvalError(cat("ValueError: ", repr(a.get(0)), " is not in list"));
     });
   if (name == "count")
@@ -261,7 +267,8 @@ Value list_method(const Value& self, const std::string& name) {
       for (size_t i = 0; i < self.size(); ++i) n += equals(self.at(i), a.get(0));
       return Value(n);
     });
-  if (name == "copy") return m({}, [self](const Args&) { return Value(self.json()); });
+  if (tuple) return Value();
+  if (name == "copy") return m({}, [self](const Args&) { return make_list(iterate(self), "list.copy()"); });
   if (name == "append" || name == "extend" || name == "insert" || name == "pop" || name == "remove" ||
       name == "clear" || name == "sort" || name == "reverse")
     return unsafe(self, name);
@@ -269,6 +276,13 @@ Value list_method(const Value& self, const std::string& name) {
 }
 
 }  // namespace
+
+Value dict_items(const Value& dict) {
+  std::vector<Value> pairs;
+  for (auto it = dict.json().begin(); it != dict.json().end(); ++it)
+    pairs.push_back(tuple_of({Value(it.key()), dict.member(it.key())}, "dict.items()"));
+  return make_list(pairs, "dict.items()");
+}
 
 Value bound_method(const Value& self, const std::string& name) {
   if (self.is_iterator()) return Value();

@@ -13,8 +13,9 @@ namespace {
 bool int_like(const Value& v) { return v.is_int() || v.is_bool(); }
 
 [[noreturn]] void unsupported(const std::string& op, const Value& a, const Value& b) {
-  if (op == "+" && a.is_string())
-    throw EvalError(cat("TypeError: can only concatenate str (not \"", type_name(b), "\") to str"));
+  if (op == "+" && (a.is_string() || a.is_list()))
+    throw EvalError(cat("TypeError: can only concatenate ", type_name(a), " (not \"", type_name(b), "\") to ",
+                        type_name(a)));
   throw EvalError(cat("TypeError: unsupported operand type(s) for ", op, ": '", type_name(a), "' and '",
                       type_name(b), "'"));
 }
@@ -42,10 +43,9 @@ Value repeat(const Value& seq, int64_t n) {
     for (int64_t i = 0; i < n; ++i) out += seq.str();
     return Value(std::move(out));
   }
-  Json arr = Json::array();
-  for (int64_t i = 0; i < n; ++i)
-    for (const auto& e : seq.json()) arr.push_back(e);
-  return Value(std::move(arr));
+  std::vector<Value> items, once = iterate(seq);
+  for (int64_t i = 0; i < n; ++i) items.insert(items.end(), once.begin(), once.end());
+  return make_list(items, "operator '*'", seq.is_tuple());
 }
 
 }  // namespace
@@ -67,10 +67,10 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
     if (ints) { bool of = __builtin_add_overflow(a.as_int(), b.as_int(), &r); return int_result(of, r); }
     if (nums) return Value(a.as_double() + b.as_double());
     if (a.is_string() && b.is_string()) return Value(a.str() + b.str());
-    if (a.is_list() && b.is_list()) {
-      Json arr = a.json();
-      for (const auto& e : b.json()) arr.push_back(e);
-      return Value(std::move(arr));
+    if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
+      std::vector<Value> items = iterate(a), tail = iterate(b);
+      items.insert(items.end(), tail.begin(), tail.end());
+      return make_list(items, "operator '+'", a.is_tuple());
     }
     unsupported(op, a, b);
   }
@@ -121,9 +121,12 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
 }
 
 std::string percent_format(const std::string& fmt, const Value& args) {
+  // As Python: a tuple holds the arguments; any other value is the one argument, and a dict
+  // (or a list, which Python also takes for a mapping) may be left unused.
   std::vector<Value> list;
   bool mapping = args.is_dict();
-  if (args.is_list()) list = iterate(args);
+  bool may_be_unused = mapping || (args.is_list() && !args.is_tuple());
+  if (args.is_tuple()) list = iterate(args);
   else list.push_back(args);
   size_t next = 0;
   std::string out;
@@ -179,7 +182,7 @@ std::string percent_format(const std::string& fmt, const Value& args) {
         throw EvalError(cat("ValueError: unsupported format character '", conv, "'"));
     }
   }
-  if (!mapping && next < list.size() && args.is_list())
+  if (next < list.size() && !may_be_unused)
     throw EvalError("TypeError: not all arguments converted during string formatting");
   return out;
 }

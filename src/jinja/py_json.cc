@@ -7,6 +7,7 @@
 #include "jinja/py_string.h"
 #include "jinja/template_error.h"
 #include "util/py_escape.h"
+#include "util/py_format.h"
 
 namespace qinfer::jinja {
 namespace {
@@ -45,13 +46,7 @@ void dump(const Json& j, const DumpOptions& opt, int level, std::string& out) {
     case Json::value_t::boolean: out += j.get<bool>() ? "true" : "false"; return;
     case Json::value_t::number_integer: out += std::to_string(j.get<int64_t>()); return;
     case Json::value_t::number_unsigned: out += std::to_string(j.get<uint64_t>()); return;
-    case Json::value_t::number_float: {
-      double d = j.get<double>();
-      if (std::isnan(d)) out += "NaN";
-      else if (std::isinf(d)) out += d < 0 ? "-Infinity" : "Infinity";
-      else out += py::float_repr(d);
-      return;
-    }
+    case Json::value_t::number_float: out += py_json_float(j.get<double>()); return;
     case Json::value_t::string: dump_string(j.get_ref<const std::string&>(), opt.ensure_ascii, out); return;
     case Json::value_t::array: {
       if (j.empty()) { out += "[]"; return; }

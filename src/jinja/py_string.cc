@@ -398,34 +398,5 @@ std::string repr(const std::string& s) {
   return out;
 }
 
-std::string float_repr(double d) {
-  if (std::isnan(d)) return "nan";
-  if (std::isinf(d)) return d < 0 ? "-inf" : "inf";
-  char buf[64];
-  auto res = std::to_chars(buf, buf + sizeof buf, d, std::chars_format::scientific);
-  std::string sci(buf, res.ptr);
-  std::string sign;
-  if (!sci.empty() && sci[0] == '-') { sign = "-"; sci.erase(0, 1); }
-  size_t epos = sci.find('e');
-  std::string mant = sci.substr(0, epos);
-  int exp10 = std::stoi(sci.substr(epos + 1));
-  std::string digits;
-  for (char c : mant) if (c != '.') digits += c;
-  int decpt = exp10 + 1;
-  int n = static_cast<int>(digits.size());
-  std::string out;
-  if (decpt > -4 && decpt <= 16) {
-    if (decpt <= 0) out = "0." + std::string(-decpt, '0') + digits;
-    else if (decpt >= n) out = digits + std::string(decpt - n, '0') + ".0";
-    else out = digits.substr(0, decpt) + "." + digits.substr(decpt);
-  } else {
-    out = digits.substr(0, 1);
-    if (n > 1) out += "." + digits.substr(1);
-    int e = decpt - 1;
-    std::snprintf(buf, sizeof buf, "e%c%02d", e < 0 ? '-' : '+', e < 0 ? -e : e);
-    out += buf;
-  }
-  return sign + out;
-}
 
 }  // namespace qinfer::jinja::py

@@ -1,6 +1,6 @@
 // Python str semantics over UTF-8 std::string: code-point indexing, the
 // str methods chat templates call (strip, split, find, replace, ...), case
-// mapping, and repr() of strings and floats. Invalid UTF-8 bytes are kept
+// mapping, and repr() of strings (floats: util/py_format.h). Invalid UTF-8 bytes are kept
 // as lone "surrogate escape" code points (U+DC80..U+DCFF) so nothing is lost.
 #pragma once
 #include <cstdint>
@@ -49,7 +49,5 @@ bool is_alnum_cp(char32_t c);
 
 // Python repr() of a str: quotes chosen like CPython, escapes like CPython.
 std::string repr(const std::string& s);
-// Python repr() of a float ("2.5", "1.0", "1e+16", "inf", "nan").
-std::string float_repr(double d);
 
 }  // namespace qinfer::jinja::py

@@ -1,7 +1,7 @@
 #include "jinja/template.h"
 
 #include "jinja/builtins.h"
-#include "jinja/interpreter.h"
+#include "jinja/renderer.h"
 #include "jinja/lexer.h"
 #include "jinja/parser.h"
 #include "jinja/template_error.h"

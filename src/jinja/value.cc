@@ -1,9 +1,12 @@
 #include "jinja/value.h"
 
+#include <algorithm>
 #include <cmath>
+#include <unordered_map>
 
 #include "jinja/py_string.h"
 #include "jinja/template_error.h"
+#include "util/py_format.h"
 
 namespace qinfer::jinja {
 
@@ -54,12 +57,18 @@ double Value::as_double() const {
   return node_->get<double>();
 }
 
-Value Value::at(size_t i) const { return borrow(holder_, &(*node_)[i]); }
+Value Value::at(size_t i) const {
+  Value v = borrow(holder_, &(*node_)[i]);
+  v.tuples_ = tuples_;
+  return v;
+}
 
 Value Value::member(const std::string& key) const {
   auto it = node_->find(key);
   if (it == node_->end()) return Value::undefined(cat("'dict object' has no attribute '", key, "'"));
-  return borrow(holder_, &*it);
+  Value v = borrow(holder_, &*it);
+  v.tuples_ = tuples_;
+  return v;
 }
 
 size_t Value::size() const { return node_->size(); }
@@ -69,6 +78,8 @@ Json Value::to_json(const char* what) const {
   throw EvalError(cat("TypeError: ", what, ": Object of type ", type_name(*this),
                       " is not JSON serializable"));
 }
+
+static bool is_tuple_node(const Json& j, const TupleMarks* marks) { return marks && marks->count(&j) > 0; }
 
 std::string type_name(const Value& v) {
   switch (v.kind()) {
@@ -86,7 +97,7 @@ std::string type_name(const Value& v) {
     case Json::value_t::number_unsigned: return "int";
     case Json::value_t::number_float: return "float";
     case Json::value_t::string: return "str";
-    case Json::value_t::array: return "list";
+    case Json::value_t::array: return v.is_tuple() ? "tuple" : "list";
     case Json::value_t::object: return "dict";
     default: return "object";
   }
@@ -119,7 +130,7 @@ bool truthy(const Value& v) {
   }
 }
 
-static std::string json_repr(const Json& j, bool top_str);
+static std::string json_repr(const Json& j, bool top_str, const TupleMarks* marks);
 
 static std::string scalar_str(const Json& j) {
   switch (j.type()) {
@@ -127,21 +138,23 @@ static std::string scalar_str(const Json& j) {
     case Json::value_t::boolean: return j.get<bool>() ? "True" : "False";
     case Json::value_t::number_integer: return std::to_string(j.get<int64_t>());
     case Json::value_t::number_unsigned: return std::to_string(j.get<uint64_t>());
-    case Json::value_t::number_float: return py::float_repr(j.get<double>());
+    case Json::value_t::number_float: return py_float_repr(j.get<double>());
     default: return "";
   }
 }
 
-static std::string json_repr(const Json& j, bool top_str) {
+static std::string json_repr(const Json& j, bool top_str, const TupleMarks* marks) {
   if (j.is_string()) return top_str ? j.get<std::string>() : py::repr(j.get_ref<const std::string&>());
   if (j.is_array()) {
-    std::string out = "[";
+    bool tuple = is_tuple_node(j, marks);
+    std::string out = tuple ? "(" : "[";
     bool first = true;
     for (const auto& e : j) {
       if (!first) out += ", ";
       first = false;
-      out += json_repr(e, false);
+      out += json_repr(e, false, marks);
     }
+    if (tuple) return out + (j.size() == 1 ? ",)" : ")");
     return out + "]";
   }
   if (j.is_object()) {
@@ -150,7 +163,7 @@ static std::string json_repr(const Json& j, bool top_str) {
     for (auto it = j.begin(); it != j.end(); ++it) {
       if (!first) out += ", ";
       first = false;
-      out += py::repr(it.key()) + ": " + json_repr(it.value(), false);
+      out += py::repr(it.key()) + ": " + json_repr(it.value(), false, marks);
     }
     return out + "}";
   }
@@ -173,13 +186,13 @@ std::string to_str(const Value& v) {
     case Value::Kind::Undefined: return "";
     case Value::Kind::Object: return object_repr(v);
     case Value::Kind::Callable: return "<function " + v.fn()->name + ">";
-    case Value::Kind::Json: return json_repr(v.json(), true);
+    case Value::Kind::Json: return json_repr(v.json(), true, v.tuple_marks());
   }
   return "";
 }
 
 std::string repr(const Value& v) {
-  if (v.is_json()) return json_repr(v.json(), false);
+  if (v.is_json()) return json_repr(v.json(), false, v.tuple_marks());
   if (v.is_undefined()) return "Undefined";
   return to_str(v);
 }
@@ -200,7 +213,8 @@ static __int128 num_i(const Json& j) {
   return j.get<int64_t>();
 }
 
-static bool json_equals(const Json& a, const Json& b) {
+// A tuple never equals a list, as in Python.
+static bool json_equals(const Json& a, const TupleMarks* ma, const Json& b, const TupleMarks* mb) {
   if (json_is_num(a) && json_is_num(b)) {
     if (json_int_like(a) && json_int_like(b)) return num_i(a) == num_i(b);
     return num_d(a) == num_d(b);
@@ -209,16 +223,16 @@ static bool json_equals(const Json& a, const Json& b) {
     return false;
   }
   if (a.is_array()) {
-    if (a.size() != b.size()) return false;
+    if (a.size() != b.size() || is_tuple_node(a, ma) != is_tuple_node(b, mb)) return false;
     for (size_t i = 0; i < a.size(); ++i)
-      if (!json_equals(a[i], b[i])) return false;
+      if (!json_equals(a[i], ma, b[i], mb)) return false;
     return true;
   }
   if (a.is_object()) {
     if (a.size() != b.size()) return false;
     for (auto it = a.begin(); it != a.end(); ++it) {
       auto jt = b.find(it.key());
-      if (jt == b.end() || !json_equals(it.value(), *jt)) return false;
+      if (jt == b.end() || !json_equals(it.value(), ma, *jt, mb)) return false;
     }
     return true;
   }
@@ -231,37 +245,33 @@ bool equals(const Value& a, const Value& b) {
     case Value::Kind::Undefined: return true;
     case Value::Kind::Object: return a.obj() == b.obj();
     case Value::Kind::Callable: return a.fn() == b.fn();
-    case Value::Kind::Json: return json_equals(a.json(), b.json());
+    case Value::Kind::Json: return json_equals(a.json(), a.tuple_marks(), b.json(), b.tuple_marks());
   }
   return false;
-}
-
-static bool json_less(const Json& a, const Json& b, const char* op, const Value& va,
-                      const Value& vb) {
-  if (json_is_num(a) && json_is_num(b)) {
-    if (json_int_like(a) && json_int_like(b)) return num_i(a) < num_i(b);
-    return num_d(a) < num_d(b);
-  }
-  if (a.is_string() && b.is_string())
-    return a.get_ref<const std::string&>() < b.get_ref<const std::string&>();
-  if (a.is_array() && b.is_array()) {
-    size_t n = std::min(a.size(), b.size());
-    for (size_t i = 0; i < n; ++i) {
-      if (!json_equals(a[i], b[i])) return json_less(a[i], b[i], op, va, vb);
-    }
-    return a.size() < b.size();
-  }
-  throw EvalError(cat("TypeError: '", op, "' not supported between instances of '", type_name(va),
-                      "' and '", type_name(vb), "'"));
 }
 
 bool less(const Value& a, const Value& b, const char* op) {
   if (a.is_undefined()) fail_undefined(a);
   if (b.is_undefined()) fail_undefined(b);
-  if (!a.is_json() || !b.is_json())
-    throw EvalError(cat("TypeError: '", op, "' not supported between instances of '", type_name(a),
-                        "' and '", type_name(b), "'"));
-  return json_less(a.json(), b.json(), op, a, b);
+  if (a.is_json() && b.is_json()) {
+    const Json& x = a.json();
+    const Json& y = b.json();
+    if (json_is_num(x) && json_is_num(y)) {
+      if (json_int_like(x) && json_int_like(y)) return num_i(x) < num_i(y);
+      return num_d(x) < num_d(y);
+    }
+    if (x.is_string() && y.is_string()) return x.get_ref<const std::string&>() < y.get_ref<const std::string&>();
+    if (x.is_array() && y.is_array() && a.is_tuple() == b.is_tuple()) {
+      size_t n = std::min(x.size(), y.size());
+      for (size_t i = 0; i < n; ++i) {
+        Value ai = a.at(i), bi = b.at(i);
+        if (!equals(ai, bi)) return less(ai, bi, op);
+      }
+      return x.size() < y.size();
+    }
+  }
+  throw EvalError(cat("TypeError: '", op, "' not supported between instances of '", type_name(a), "' and '",
+                      type_name(b), "'"));
 }
 
 bool contains(const Value& container, const Value& item) {
@@ -280,8 +290,8 @@ bool contains(const Value& container, const Value& item) {
       if (equals(container.at(i), item)) return true;
     return false;
   }
-  // dict: key membership
-  if (item.is_list() || item.is_dict())
+  // dict: key membership (a tuple is hashable, a list is not)
+  if ((item.is_list() && !item.is_tuple()) || item.is_dict())
     throw EvalError(cat("TypeError: unhashable type: '", type_name(item), "'"));
   if (!item.is_string()) return false;
   return c.contains(item.str());
@@ -319,16 +329,50 @@ std::vector<Value> iterate(const Value& v) {
   throw EvalError(cat("TypeError: '", type_name(v), "' object is not iterable"));
 }
 
-Value make_list(const std::vector<Value>& items, const char* what) {
-  Json arr = Json::array();
-  for (const auto& it : items) {
-    if (it.is_undefined()) {
-      arr.push_back(nullptr);  // Python keeps the Undefined; closest JSON stand-in
-      continue;
-    }
-    arr.push_back(it.to_json(what));
+// Marks in `out` the arrays of `dst`, a copy of `src`, that are tuples in `marks`.
+static void copy_marks(const Json& src, const Json& dst, const TupleMarks& marks, TupleMarks& out) {
+  if (!src.is_structured()) return;
+  if (marks.count(&src)) out.insert(&dst);
+  auto d = dst.begin();
+  for (auto s = src.begin(); s != src.end(); ++s, ++d) copy_marks(*s, *d, marks, out);
+}
+
+Value Value::adopt(Json tree, const std::vector<const Value*>& sources, bool tuple) {
+  Value out(std::move(tree));
+  bool any = tuple || std::any_of(sources.begin(), sources.end(), [](const Value* v) { return v->tuples_ != nullptr; });
+  if (!any) return out;  // the common case: no tuple anywhere
+  auto marks = std::make_shared<TupleMarks>();
+  if (tuple) marks->insert(out.node_);
+  auto d = out.node_->begin();
+  for (const Value* src : sources) {
+    if (src->tuples_ && src->is_json()) copy_marks(*src->node_, *d, *src->tuples_, *marks);
+    ++d;
   }
-  return Value(std::move(arr));
+  out.tuples_ = std::move(marks);
+  return out;
+}
+
+Value make_list(const std::vector<Value>& items, const char* what, bool tuple) {
+  Json arr = Json::array();
+  std::vector<const Value*> sources;
+  for (const auto& it : items) {
+    arr.push_back(it.is_undefined() ? Json(nullptr) : it.to_json(what));  // Python keeps the Undefined; closest JSON stand-in
+    sources.push_back(&it);
+  }
+  return Value::adopt(std::move(arr), sources, tuple);
+}
+
+Value make_dict(const std::vector<std::pair<std::string, Value>>& items, const char* what) {
+  Json obj = Json::object();
+  std::vector<const Value*> sources;
+  std::unordered_map<std::string, size_t> slot;
+  for (const auto& [k, v] : items) {
+    auto [it, fresh] = slot.emplace(k, sources.size());
+    obj[k] = v.to_json(what);
+    if (fresh) sources.push_back(&v);
+    else sources[it->second] = &v;
+  }
+  return Value::adopt(std::move(obj), sources, false);
 }
 
 }  // namespace qinfer::jinja

@@ -2,7 +2,9 @@
 // shared, immutable nlohmann::ordered_json tree; sub-values point into it
 // without copying), plus the few non-JSON things Jinja has: Undefined,
 // objects with attributes (namespace(), loop) and callables (macros, globals,
-// bound str/dict methods). Operations follow Python 3 / Jinja2 semantics
+// bound str/dict methods). Tuples are JSON arrays marked as tuples in a side
+// set shared by the Values into that tree (JSON itself has only arrays); they
+// print, compare and concatenate as Python tuples. Operations follow Python 3 / Jinja2 semantics
 // (truthiness, str(), ==, <, in, +, len, iteration, getattr/getitem).
 #pragma once
 #include <functional>
@@ -10,12 +12,15 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 namespace qinfer::jinja {
 
 using Json = nlohmann::ordered_json;
 class Value;
+// The arrays of one tree that are Python tuples.
+using TupleMarks = std::unordered_set<const Json*>;
 
 struct Callable;
 
@@ -68,7 +73,8 @@ class Value {
   bool is_int() const { return is_json() && (node_->is_number_integer()); }
   bool is_float() const { return is_json() && node_->is_number_float(); }
   bool is_number() const { return is_json() && (node_->is_number() || node_->is_boolean()); }
-  bool is_list() const { return is_json() && node_->is_array(); }
+  bool is_list() const { return is_json() && node_->is_array(); }  // a list or a tuple
+  bool is_tuple() const { return is_list() && tuples_ && tuples_->count(node_) > 0; }
   bool is_dict() const { return is_json() && node_->is_object(); }
   const std::string& str() const { return node_->get_ref<const std::string&>(); }
   int64_t as_int() const;    // bool/int/float -> int (Python int())
@@ -76,21 +82,28 @@ class Value {
   const std::shared_ptr<Object>& obj() const { return obj_; }
   const std::shared_ptr<Callable>& fn() const { return fn_; }
   const std::string& undefined_hint() const { return hint_; }
+  const TupleMarks* tuple_marks() const { return tuples_.get(); }  // null when the tree has no tuple
 
   // Produced by a Python generator (map, select, ...): always truthy, no len().
   bool is_iterator() const { return iterator_; }
   Value as_iterator() const { Value v = *this; v.iterator_ = true; return v; }
   Value as_list() const { Value v = *this; v.iterator_ = false; return v; }
 
-  // Element i of a list / member of a dict, sharing the tree.
+  // Element i of a list or tuple / member of a dict, sharing the tree.
   Value at(size_t i) const;
   Value member(const std::string& key) const;  // Undefined when absent
-  size_t size() const;                          // list/dict only
+  size_t size() const;                          // list/tuple/dict only
 
   // Deep copy of JSON data; non-JSON values throw EvalError naming `what`.
   Json to_json(const char* what) const;
 
  private:
+  // Owns `tree`, whose i-th element (array) or member value (object) is a copy of sources[i]:
+  // the tuples inside the sources stay tuples; the root is one when `tuple`.
+  static Value adopt(Json tree, const std::vector<const Value*>& sources, bool tuple);
+  friend Value make_list(const std::vector<Value>& items, const char* what, bool tuple);
+  friend Value make_dict(const std::vector<std::pair<std::string, Value>>& items, const char* what);
+
   Kind kind_ = Kind::Undefined;
   bool iterator_ = false;
   std::shared_ptr<const Json> holder_;
@@ -98,12 +111,13 @@ class Value {
   std::shared_ptr<Object> obj_;
   std::shared_ptr<Callable> fn_;
   std::string hint_;
+  std::shared_ptr<const TupleMarks> tuples_;  // null when the tree holds no tuple
 };
 
 // u as int64_t; OverflowError (EvalError) past INT64_MAX, never a wrapped value.
 int64_t checked_int64(uint64_t u);
 // Python type name, for error messages ("str", "int", "NoneType", "dict", ...).
-std::string type_name(const Value& v);
+std::string type_name(const Value& v);  // "tuple" for a tuple
 bool truthy(const Value& v);
 std::string to_str(const Value& v);   // Python str(); Undefined -> ""
 std::string repr(const Value& v);     // Python repr()
@@ -112,7 +126,11 @@ bool less(const Value& a, const Value& b, const char* op);  // throws EvalError 
 bool contains(const Value& container, const Value& item);  // `item in container`
 int64_t length(const Value& v);                            // Python len()
 std::vector<Value> iterate(const Value& v);                 // Python iter(), materialised
-Value make_list(const std::vector<Value>& items, const char* what);
+// A new list (a tuple when `tuple`) / dict of copies of `items`; tuples inside stay tuples.
+// Undefined list items become None; a dict keeps a repeated key's first place and last value.
+Value make_list(const std::vector<Value>& items, const char* what, bool tuple = false);
+inline Value tuple_of(const std::vector<Value>& items, const char* what) { return make_list(items, what, true); }
+Value make_dict(const std::vector<std::pair<std::string, Value>>& items, const char* what);
 // Undefined used in a way that needs a value: throws the UndefinedError message.
 [[noreturn]] void fail_undefined(const Value& v);
 

@@ -95,18 +95,23 @@ std::vector<float> WeightReader::floats(const std::string& name, const std::vect
   return out;
 }
 
-Linear WeightReader::dense_slice(const TensorInfo& t, int64_t offset_elems, int64_t rows, int64_t cols) const {
+Linear WeightReader::dense_linear(const TensorInfo& t, const uint8_t* src, int64_t rows, int64_t cols,
+                                  bool quantize) const {
   Linear l;
   l.rows = rows;
   l.cols = cols;
-  const size_t esz = dtype_size(t.dtype);
-  l.dense = ops::dense_view(wtype_of(t), t.data + offset_elems * esz, rows, cols);
-  if (dense_int8_) {
-    const uint8_t* src = t.data + offset_elems * esz;
-    l.dense = ops::dense_to_q8(l.dense, drop_rows(src, cols * esz));
-    drop_pages(src, rows * cols * esz);   // re-encoded: the source is not read again
+  const int64_t esz = static_cast<int64_t>(dtype_size(t.dtype));
+  l.dense = ops::dense_view(wtype_of(t), src, rows, cols);
+  if (quantize) {
+    uint8_t* dst = arena_ ? arena_->alloc(static_cast<size_t>(rows * cols)) : nullptr;
+    l.dense = ops::dense_to_q8(l.dense, drop_rows(src, cols * esz), dst);
+    drop_pages(src, static_cast<size_t>(rows * cols * esz));   // re-encoded: the source is not read again
   }
   return l;
+}
+
+Linear WeightReader::dense_slice(const TensorInfo& t, int64_t offset_elems, int64_t rows, int64_t cols) const {
+  return dense_linear(t, t.data + offset_elems * static_cast<int64_t>(dtype_size(t.dtype)), rows, cols, dense_int8_);
 }
 
 GptqLinear WeightReader::gptq(const std::string& module, int64_t out, int64_t in) const {
@@ -134,15 +139,7 @@ Linear WeightReader::linear(const std::string& module, int64_t out, int64_t in, 
     return l;
   }
   const TensorInfo& t = tensor(module + ".weight", {out, in});
-  Linear l;
-  l.rows = out;
-  l.cols = in;
-  l.dense = ops::dense_view(wtype_of(t), t.data, out, in);
-  if (dense_int8_ && quantizable) {
-    l.dense = ops::dense_to_q8(l.dense, drop_rows(t.data, in * static_cast<int64_t>(dtype_size(t.dtype))));
-    drop_pages(t.data, t.nbytes);
-  }
-  return l;
+  return dense_linear(t, t.data, out, in, dense_int8_ && quantizable);
 }
 
 bool same_gptq_layout(const GptqLinear& a, const GptqLinear& b) {

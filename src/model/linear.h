@@ -14,6 +14,8 @@
 
 namespace qinfer::model {
 
+class ResidentArena;
+
 struct Linear {
   int64_t rows = 0, cols = 0;                // out, in
   ops::DenseMatrix dense;                    // used when gptq is null
@@ -43,6 +45,8 @@ class WeightReader {
       : ck_(ck), quant_(quant), dense_int8_(dense_int8) {}
 
   const Checkpoint& checkpoint() const { return ck_; }
+  // When set, --dense int8 re-encodings are written straight into it (no heap copy).
+  void set_arena(ResidentArena* a) { arena_ = a; }
   const QuantConfig& quant() const { return quant_; }
 
   // The tensor, checked to be a float tensor of the given shape.
@@ -62,6 +66,8 @@ class WeightReader {
   const Checkpoint& ck_;
   const QuantConfig& quant_;
   bool dense_int8_;
+  ResidentArena* arena_ = nullptr;
+  Linear dense_linear(const TensorInfo& t, const uint8_t* src, int64_t rows, int64_t cols, bool quantize) const;
 };
 
 // Same columns, groups and g_idx: the two can be fused into one product.

@@ -37,7 +37,13 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const LoadOptions& op
   if (tc.num_experts_per_tok < 1 || tc.num_experts_per_tok > tc.num_experts)
     fail(dir, "/config.json: num_experts_per_tok ", tc.num_experts_per_tok, " must be in 1..num_experts");
   m->arena_ = std::make_unique<model::Arena>();
-  m->w_ = model::load_weights(m->config_, Checkpoint::open(dir), opts.dense_int8, opts.load_mtp, opts.resident_dense);
+  auto ck = Checkpoint::open(dir);   // headers only: no weight byte is read before the plan
+  m->plan_ = std::make_unique<model::MemoryPlan>(model::plan_load(*ck, m->config_, opts));
+  m->max_context_ = m->plan_->len_lowered ? m->plan_->max_model_len : tc.max_position_embeddings;
+  m->w_ = model::load_weights(m->config_, std::move(ck), opts.dense_int8, opts.load_mtp, opts.resident_dense,
+                              m->plan_->experts_file_backed);
+  if (m->plan_->experts_file_backed)
+    m->w_->expert_cache = std::make_unique<model::ExpertCache>(m->w_->layers, m->plan_->experts_hot);
   m->load_vision_tower(opts.load_vision);
   log_info("loaded ", dir, ": ", tc.num_hidden_layers, " layers, ", m->weight_bytes() / (1024 * 1024),
            " MiB of weights", m->w_->mtp ? " (with MTP head)" : "", m->vision_ ? " (with vision tower)" : "",
@@ -46,6 +52,10 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const LoadOptions& op
 }
 
 bool Model::has_mtp() const { return w_->mtp != nullptr; }
+
+const model::MemoryPlan& Model::memory_plan() const { return *plan_; }
+
+const model::ExpertCache* Model::expert_cache() const { return w_->expert_cache.get(); }
 
 size_t Model::weight_bytes() const { return w_->bytes() + (vision_ ? vision_->weight_bytes() : 0); }
 
@@ -59,6 +69,15 @@ void check_tokens(const char* what, size_t step, const int* tokens, int64_t n, i
     if (pos0 + t >= max_pos)
       fail(what, ": position ", pos0 + t, " (step ", step, ", token ", t, ") is past max_position_embeddings ", max_pos);
   }
+}
+
+// The checks every step of a forward call shares: a state of this model's shape, used by
+// no other step of the call.
+void check_state(const char* what, size_t step, const SequenceState* state, const StateShape& shape,
+                 std::set<const SequenceState*>& seen) {
+  if (!state) fail(what, ": step ", step, " has no sequence state");
+  if (!(state->shape() == shape)) fail(what, ": step ", step, " has a sequence state made by a different model");
+  if (!seen.insert(state).second) fail(what, ": step ", step, " uses a sequence state that another step also uses");
 }
 
 // Final norm and lm_head: all rows of all_logits steps straight into their
@@ -165,19 +184,17 @@ void Model::validate(const std::vector<Step>& steps) const {
   std::set<const SequenceState*> seen;
   for (size_t s = 0; s < steps.size(); ++s) {
     const Step& st = steps[s];
-    if (!st.state) fail("forward: step ", s, " has no sequence state");
+    check_state("forward", s, st.state, shape, seen);
     if (!st.tokens || st.n_tokens < 1) fail("forward: step ", s, " has no tokens (n_tokens = ", st.n_tokens, ")");
     if (!st.logits) fail("forward: step ", s, " has no logits buffer");
     if (st.keep_states && st.n_tokens > kMaxVerifyTokens)
       fail("forward: step ", s, " keeps per-token states for ", st.n_tokens, " tokens; at most ", kMaxVerifyTokens);
-    if (!seen.insert(st.state).second) fail("forward: step ", s, " uses a sequence state that another step also uses");
-    if (!(st.state->shape() == shape))
-      fail("forward: step ", s, " has a sequence state made by a different model");
     check_tokens("forward", s, st.tokens, st.n_tokens, st.state->n_tokens(), V, max_context());
   }
 }
 
 void Model::forward_batch(const std::vector<Step>& steps, ForwardTrace* trace) {
+  if (w_->expert_cache) w_->expert_cache->maybe_rebalance();   // between passes: no product is running
   const TextConfig& tc = config_.text;
   const int64_t H = tc.hidden_size;
   std::vector<model::Span> spans;
@@ -232,9 +249,8 @@ void Model::forward_mtp(const std::vector<MtpStep>& steps) {
   int64_t N = 0;
   for (size_t s = 0; s < steps.size(); ++s) {
     const MtpStep& st = steps[s];
-    if (!st.state || !(st.state->shape() == shape)) fail("forward_mtp: step ", s, " has no (or a foreign) sequence state");
+    check_state("forward_mtp", s, st.state, shape, seen);
     if (!st.next_tokens || !st.hidden || st.n < 1) fail("forward_mtp: step ", s, " is missing tokens or hidden states");
-    if (!seen.insert(st.state).second) fail("forward_mtp: step ", s, " reuses a sequence state");
     const int64_t pos0 = st.state->mtp_tokens();
     check_tokens("forward_mtp", s, st.next_tokens, st.n, pos0, V, max_context());
     spans.push_back({st.state, N, st.n, pos0});

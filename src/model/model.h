@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "io/config.h"
+#include "model/memory_plan.h"
 #include "model/sequence_state.h"
 
 namespace qinfer {
@@ -20,6 +21,11 @@ struct LoadOptions {
   bool resident_dense = true;  // dense weights off the mapping and GPTQ experts into huge pages (model/resident.h)
   bool load_vision = true;     // bind model.visual.* when the checkpoint has a vision_config
                                // (false: text only, as vLLM's --limit-mm-per-prompt '{"image": 0}')
+  // The memory plan (model/memory_plan.h), made before any weight is read.
+  double memory_budget = 0;    // bytes (--memory-budget-gb); 0: what the system has available
+  int64_t max_model_len = 0;   // tokens per sequence the KV must hold; 0: the model's context, lowered to fit
+  int64_t max_num_seqs = 1;    // sequences alive at once
+  model::ExpertsPlacement experts = model::ExpertsPlacement::kAuto;   // --experts auto|resident|mapped
 };
 
 // Optional debugging capture of one forward() call (used by the tests). Rows are
@@ -32,6 +38,7 @@ struct ForwardTrace {
 
 namespace model {
 struct ModelWeights;
+class ExpertCache;
 struct Linear;
 class Arena;
 }  // namespace model
@@ -107,7 +114,12 @@ class Model {
   std::vector<float> encode_images(const std::vector<const vision::ImagePatches*>& images) const;
 
   size_t weight_bytes() const;            // resident bytes of the weights as used
-  int64_t max_context() const { return config_.text.max_position_embeddings; }
+  // The model's context, or the plan's lower one when --max-model-len was not given
+  // and the full context's KV did not fit.
+  int64_t max_context() const { return max_context_; }
+  const model::MemoryPlan& memory_plan() const;
+  // File-backed experts' hot set (null unless the plan chose file-backed experts).
+  const model::ExpertCache* expert_cache() const;
   bool has_mtp() const;
 
  private:
@@ -117,6 +129,8 @@ class Model {
   void forward_batch(const std::vector<Step>& steps, ForwardTrace* trace);
   ModelConfig config_;
   std::unique_ptr<model::ModelWeights> w_;
+  std::unique_ptr<model::MemoryPlan> plan_;
+  int64_t max_context_ = 0;
   std::unique_ptr<model::Arena> arena_;   // forward() scratch, kept between calls
   std::unique_ptr<model::Linear> draft_head_;   // lm_head rows 0..vocab_limit-1 (MtpStep::vocab_limit),
   bool draft_head_int8_ = false;                // int8 when MtpStep::int8_head

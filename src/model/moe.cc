@@ -6,7 +6,9 @@
 #include <numeric>
 #include <optional>
 
+#include "model/expert_cache.h"
 #include "model/layers.h"
+#include "model/weights.h"
 #include "model/profile.h"
 #include "ops/nn.h"
 #include "util/error.h"
@@ -49,6 +51,7 @@ void moe_forward(const TextConfig& tc, const MoeWeights& w, const float* U, int6
     }
   });
   if (topk) *topk = sel;
+  if (w.routing) ExpertCache::note_routing(w, sel.data(), N * K);
 
   prof.emplace(Part::kExperts);
   // Group the (token, slot) pairs by expert: rows [offset[e], offset[e+1]).

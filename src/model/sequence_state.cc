@@ -51,6 +51,13 @@ void KvCache::clear() {
   chunk_size_ = chunk_used_ = bytes_ = 0;
 }
 
+void KvCache::attach(const float* k, const float* v) {
+  // Attached blocks come first (a restored prefix), before any block of the cache's own.
+  if (!chunks_.empty()) fail("KvCache::attach: the cache already holds blocks of its own");
+  k_.push_back(const_cast<float*>(k));
+  v_.push_back(const_cast<float*>(v));
+}
+
 void KvCache::copy_from(const KvCache& o, int64_t tokens) {
   width_ = o.width_;
   clear();
@@ -76,6 +83,7 @@ void SequenceState::reset() {
   verify_n_ = 0;
   mtp_seen_ = 0;
   for (auto& c : kv_) c.clear();
+  held_.clear();
   for (auto& c : mtp_kv_) c.clear();
   for (auto& d : delta_) {
     std::fill(d.conv.begin(), d.conv.end(), 0.0f);

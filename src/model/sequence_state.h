@@ -29,6 +29,11 @@ class KvCache {
   const float* v(int64_t pos) const { return v_[pos / kBlockTokens] + (pos % kBlockTokens) * width_; }
   size_t bytes() const { return bytes_; }   // memory held, with unused chunk space
   void copy_from(const KvCache& o, int64_t tokens);
+  // Appends a block whose rows lie in memory owned elsewhere (model/state_copy.h: a
+  // prefix-cache block, shared read-only; the owner is kept alive by SequenceState::hold).
+  // The forward pass only writes rows at or past the sequence's position, so an attached
+  // block below it is never written.
+  void attach(const float* k, const float* v);
 
  private:
   struct Free {
@@ -67,12 +72,16 @@ class SequenceState {
   void reset();                                  // back to an empty sequence; frees the KV blocks
   size_t memory_bytes() const;                   // bytes held by all caches
   std::unique_ptr<SequenceState> clone() const;  // deep copy (snapshots, prefix reuse)
+  // Keeps `owner` alive until reset() or destruction (the memory of attached KV blocks).
+  void hold(std::shared_ptr<const void> owner) { held_.push_back(std::move(owner)); }
 
   // Used by the forward pass.
   const StateShape& shape() const { return shape_; }
   KvCache& kv(int full_layer) { return kv_[full_layer]; }
   KvCache& mtp_kv(int i) { return mtp_kv_[i]; }
   DeltaNetState& delta(int linear_layer) { return delta_[linear_layer]; }
+  const KvCache& kv(int full_layer) const { return kv_[full_layer]; }
+  const DeltaNetState& delta(int linear_layer) const { return delta_[linear_layer]; }
   void advance(int64_t n) { seen_ += n; }
   int64_t mtp_tokens() const { return mtp_seen_; }
   void advance_mtp(int64_t n) { mtp_seen_ += n; }
@@ -96,6 +105,7 @@ class SequenceState {
   int64_t verify_n_ = 0;   // tokens of the pending keep_states step
   std::vector<KvCache> kv_, mtp_kv_;
   std::vector<DeltaNetState> delta_;
+  std::vector<std::shared_ptr<const void>> held_;   // owners of attached KV blocks
 };
 
 }  // namespace qinfer

@@ -174,13 +174,21 @@ size_t ModelWeights::bytes() const {
 }
 
 std::unique_ptr<ModelWeights> load_weights(const ModelConfig& cfg, std::unique_ptr<Checkpoint> ck,
-                                           bool dense_int8, bool load_mtp, bool resident_dense) {
+                                           bool dense_int8, bool load_mtp, bool resident_dense,
+                                           bool experts_mapped) {
   const TextConfig& tc = cfg.text;
   auto w = std::make_unique<ModelWeights>();
   w->ck = std::move(ck);
   const Checkpoint& c = *w->ck;
   WeightReader r(c, cfg.quant, dense_int8);
   const int64_t H = tc.hidden_size, V = tc.vocab_size;
+  if (resident_dense) {
+    // Address space only: an upper bound of what is copied (every byte of the
+    // checkpoint, plus alignment); the pages written are what becomes resident.
+    const size_t n = c.total_bytes();
+    w->resident = std::make_unique<ResidentArena>(n + n / 8 + (size_t{256} << 20));
+    r.set_arena(w->resident.get());
+  }
   w->prefix = text_prefix(c);
   w->embed = &r.tensor(w->prefix + "embed_tokens.weight", {V, H});
 
@@ -190,6 +198,7 @@ std::unique_ptr<ModelWeights> load_weights(const ModelConfig& cfg, std::unique_p
     const LayerType t = tc.layer_types.at(i);
     w->layers.push_back(load_layer(r, tc, w->prefix + "layers." + std::to_string(i) + ".", t));
     w->layers.back().cache_index = t == LayerType::kFullAttention ? n_full++ : n_lin++;
+    if (w->resident) make_layer_resident(w->layers.back(), *w->resident, experts_mapped);
     progress.update(i + 1);
   }
   progress.finish();
@@ -201,7 +210,8 @@ std::unique_ptr<ModelWeights> load_weights(const ModelConfig& cfg, std::unique_p
     w->lm_head.cols = H;
     w->lm_head.dense = ops::dense_view(wtype_of(*w->embed), w->embed->data, V, H);
     if (dense_int8) {
-      w->lm_head.dense = ops::dense_to_q8(w->lm_head.dense);
+      uint8_t* dst = w->resident ? w->resident->alloc(static_cast<size_t>(V * H)) : nullptr;
+      w->lm_head.dense = ops::dense_to_q8(w->lm_head.dense, nullptr, dst);
       drop_pages(w->embed->data, w->embed->nbytes);   // only single embedding rows are read from now on
     }
   } else {
@@ -221,7 +231,7 @@ std::unique_ptr<ModelWeights> load_weights(const ModelConfig& cfg, std::unique_p
   const int64_t rd = tc.rotary_dim();
   w->inv_freq.resize(rd / 2);
   ops::rope_inv_freq(tc.rope.theta, rd, w->inv_freq.data());
-  if (resident_dense) make_resident(*w);
+  if (w->resident) make_rest_resident(*w, *w->resident);
   return w;
 }
 

@@ -9,6 +9,7 @@
 #include "io/checkpoint.h"
 #include "io/config.h"
 #include "model/linear.h"
+#include "model/expert_cache.h"
 #include "model/resident.h"
 
 namespace qinfer::model {
@@ -19,10 +20,18 @@ struct Expert {
   bool fused() const { return !gate_up.empty(); }
 };
 
+// Routing counts of a layer whose experts are file-backed (model/expert_cache.h).
+struct ExpertRouting {
+  std::vector<uint64_t> count;         // per expert, since the last rebalance
+  std::vector<uint8_t> hot;            // 1: the expert's views point at a resident copy
+  uint64_t hot_hits = 0, total = 0;    // routings since the last rebalance, and those served hot
+};
+
 struct MoeWeights {
   Linear router;                       // [E, H]
   std::vector<Expert> experts;
   Linear shared_gate, shared_up, shared_down, shared_expert_gate;
+  std::unique_ptr<ExpertRouting> routing;   // set when the experts are file-backed
 };
 
 struct DeltaNetWeights {
@@ -62,14 +71,18 @@ struct ModelWeights {
   Linear lm_head;
   std::unique_ptr<MtpWeights> mtp;
   std::vector<float> inv_freq;         // rotary inverse frequencies [rotary_dim / 2]
-  std::unique_ptr<ResidentBlock> resident;   // dense and GPTQ weights in huge pages (make_resident)
+  std::unique_ptr<ResidentArena> resident;   // dense and GPTQ weights in huge pages (model/resident.h)
+  std::unique_ptr<ExpertCache> expert_cache;  // file-backed experts' hot set (model/expert_cache.h)
 
   size_t bytes() const;
 };
 
-// Binds and checks every tensor; progress on stderr.
+// Binds and checks every tensor; progress on stderr. resident_dense: copies into
+// huge pages layer by layer (model/resident.h); experts_mapped: dense routed
+// experts stay views into the checkpoint mapping (file-backed).
 std::unique_ptr<ModelWeights> load_weights(const ModelConfig& cfg, std::unique_ptr<Checkpoint> ck,
-                                           bool dense_int8, bool load_mtp, bool resident_dense = true);
+                                           bool dense_int8, bool load_mtp, bool resident_dense = true,
+                                           bool experts_mapped = false);
 
 // Embedding rows of `tokens` as fp32 into out[n][H].
 void embed_rows(const ModelWeights& w, const int* tokens, int64_t n, int64_t hidden, float* out);

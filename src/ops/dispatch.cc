@@ -148,7 +148,8 @@ DenseMatrix dense_view(WType t, const void* data, int64_t rows, int64_t cols) {
   return m;
 }
 
-DenseMatrix dense_to_q8(const DenseMatrix& src, const std::function<void(int64_t, int64_t)>& rows_done) {
+DenseMatrix dense_to_q8(const DenseMatrix& src, const std::function<void(int64_t, int64_t)>& rows_done,
+                        uint8_t* dst) {
   check_dense(src, "dense_to_q8");
   DenseMatrix m;
   m.type = WType::Q8;
@@ -161,7 +162,8 @@ DenseMatrix dense_to_q8(const DenseMatrix& src, const std::function<void(int64_t
     m.data = m.owned.data();
     return m;
   }
-  m.owned.resize(src.rows * src.cols);
+  if (!dst) m.owned.resize(src.rows * src.cols);
+  uint8_t* codes = dst ? dst : m.owned.data();
   m.row_scale.resize(src.rows);
   const int64_t K = src.cols;
   const void* p = src.weights();
@@ -200,7 +202,7 @@ DenseMatrix dense_to_q8(const DenseMatrix& src, const std::function<void(int64_t
       }
       const float scale = amax > 0 ? amax / 127.0f : 1.0f;
       const float inv = 1.0f / scale;
-      int8_t* out = reinterpret_cast<int8_t*>(m.owned.data()) + r * K;
+      int8_t* out = reinterpret_cast<int8_t*>(codes) + r * K;
       for (int64_t k = 0; k < K; ++k)
         out[k] = static_cast<int8_t>(std::clamp(std::lround(row[k] * inv), -127l, 127l));
       m.row_scale[r] = scale;
@@ -208,7 +210,7 @@ DenseMatrix dense_to_q8(const DenseMatrix& src, const std::function<void(int64_t
     if (rows_done) rows_done(r0, r1);
   });
   if (bad >= 0) fail("dense_to_q8: weight [", bad / K, "][", bad % K, "] is not finite");
-  m.data = m.owned.data();
+  m.data = codes;
   return m;
 }
 

@@ -36,7 +36,10 @@ struct DenseMatrix {
 DenseMatrix dense_view(WType t, const void* data, int64_t rows, int64_t cols);
 // --dense int8. rows_done (optional) is called, from any thread, once source
 // rows [r0, r1) have been read, so a caller can release their pages early.
-DenseMatrix dense_to_q8(const DenseMatrix& m, const std::function<void(int64_t, int64_t)>& rows_done = nullptr);
+// dst (optional, rows x cols bytes): the codes are written there (caller-owned
+// memory, e.g. the resident weights) instead of into `owned`.
+DenseMatrix dense_to_q8(const DenseMatrix& m, const std::function<void(int64_t, int64_t)>& rows_done = nullptr,
+                        uint8_t* dst = nullptr);
 
 // Y[n][rows] = X[n][cols] · Wᵀ ; X, Y float32 row-major. n = 1 is the decode
 // (matrix-vector) case. Accumulates in fp32 with fp32 activations.

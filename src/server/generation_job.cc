@@ -59,6 +59,7 @@ bool GenerationJob::take(size_t i, double wait_s, engine::GenEvent& ev) {
   if (c.done || !c.stream->take(ev, wait_s)) return false;
   c.tokens.insert(c.tokens.end(), ev.tokens.begin(), ev.tokens.end());
   c.text += ev.text;
+  c.cached_tokens = ev.cached_tokens;
   if (!ev.prompt_logprobs.empty()) {
     c.prompt_lp = ev.prompt_logprobs;
     c.has_prompt_lp = true;
@@ -107,13 +108,14 @@ int64_t GenerationJob::reasoning_tokens(const JobChoice& c) const {
 }
 
 json GenerationJob::usage() const {
-  int64_t prompt = 0, completion = 0, reasoning = 0;
+  int64_t prompt = 0, completion = 0, reasoning = 0, cached = 0;
   for (const auto& c : choices_) {
     prompt += c.prompt_tokens;
+    if (c.prompt_tokens > 0) cached += c.cached_tokens;   // the choice that counts the shared prompt
     completion += static_cast<int64_t>(c.tokens.size());
     reasoning += reasoning_tokens(c);
   }
-  return usage_json(prompt, completion, cfg_.think_end_id >= 0 ? reasoning : -1);
+  return usage_json(prompt, completion, cfg_.think_end_id >= 0 ? reasoning : -1, cached);
 }
 
 bool GenerationJob::emit_chat(JobChoice& c, int index, const engine::GenEvent& ev, std::string& out) {

@@ -27,6 +27,7 @@ struct JobChoice {
   engine::GenEvent finish;
   bool started = false, done = false;
   int64_t prompt_tokens = 0;
+  int64_t cached_tokens = 0;   // of the prompt, restored from the prefix cache (usage.prompt_tokens_details)
   size_t text_offset = 0;                // completions logprobs text_offset
   std::vector<int> prompt_ids;           // for prompt_logprobs / echo logprobs
   std::vector<engine::TokenOut> prompt_lp;

@@ -9,6 +9,7 @@
 #include <httplib.h>
 
 #include "chat/reasoning_parser.h"
+#include "io/generation_config.h"
 #include "jinja/chat_template.h"
 #include "server/api_error.h"
 #include "server/connection_pool.h"
@@ -40,12 +41,6 @@ namespace {
 constexpr double kPollSeconds = 0.05;
 constexpr double kHeartbeatSeconds = 0.5;
 enum Phase { kLoading = 0, kReady = 1, kDraining = 2 };
-
-nlohmann::ordered_json read_generation_config(const std::string& dir) {
-  auto p = std::filesystem::path(dir) / "generation_config.json";
-  if (!std::filesystem::exists(p)) return nlohmann::ordered_json::object();
-  return read_ordered_json_file(p.string());
-}
 
 // Request bodies above this get httplib's 413 (with an OpenAI-shaped body, below).
 constexpr size_t kMaxBodyBytes = size_t{64} << 20;
@@ -173,7 +168,7 @@ struct HttpServer::Impl {
   }
 
   void attach(engine::Engine& e) {
-    limits.defaults = SamplingDefaults::from_generation_config(read_generation_config(opts.model_dir));
+    limits.defaults = SamplingDefaults::from_generation_config(read_generation_config(opts.model_dir).json);
     think_end_id = -1;
     if (e.tokenizer() && !opts.reasoning_parser.empty()) {
       if (auto id = e.tokenizer()->token_id("</think>")) think_end_id = *id;

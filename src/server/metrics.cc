@@ -152,8 +152,10 @@ std::string Metrics::render(const engine::EngineStats& s, int max_num_seqs, int6
   double capacity = static_cast<double>(max_num_seqs) * static_cast<double>(std::max<int64_t>(1, max_model_len));
   gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.",
         std::min(1.0, static_cast<double>(s.kv_tokens) / capacity));
-  counter("vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens.", 0);
-  counter("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.", 0);
+  counter("vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens.",
+          static_cast<double>(s.prefix_cache_queries));
+  counter("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.",
+          static_cast<double>(s.prefix_cache_hits));
   counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.", 0);
   counter("vllm:prompt_tokens", "Number of prefill tokens processed.", static_cast<double>(s.prompt_tokens));
   counter("vllm:generation_tokens", "Number of generation tokens processed.", static_cast<double>(s.generation_tokens));
@@ -200,6 +202,11 @@ std::string Metrics::render(const engine::EngineStats& s, int max_num_seqs, int6
   q("qinfer_generation_tokens_per_second", "Generated tokens per busy second since start.", "gauge",
     s.busy_seconds > 0 ? static_cast<double>(s.generation_tokens) / s.busy_seconds : 0.0);
   q("qinfer_uptime_seconds", "Seconds since the server started.", "gauge", now_seconds() - start_);
+  q("qinfer_prefix_cache_bytes", "Memory held by the prefix cache (KV blocks and DeltaNet state snapshots).", "gauge",
+    static_cast<double>(s.prefix_cache_bytes));
+  q("qinfer_prefix_cache_blocks", "KV blocks in the prefix cache.", "gauge", static_cast<double>(s.prefix_cache_blocks));
+  q("qinfer_prefix_cache_states", "DeltaNet state snapshots in the prefix cache.", "gauge",
+    static_cast<double>(s.prefix_cache_states));
   return o;
 }
 

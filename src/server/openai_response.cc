@@ -27,10 +27,11 @@ std::string dump_json(const json& j) { return j.dump(-1, ' ', false, json::error
 
 std::string sse_event(const json& j) { return "data: " + dump_json(j) + "\n\n"; }
 
-json usage_json(int64_t prompt_tokens, int64_t completion_tokens, int64_t reasoning_tokens) {
+json usage_json(int64_t prompt_tokens, int64_t completion_tokens, int64_t reasoning_tokens, int64_t cached_tokens) {
   json u = {{"prompt_tokens", prompt_tokens},
             {"completion_tokens", completion_tokens},
-            {"total_tokens", prompt_tokens + completion_tokens}};
+            {"total_tokens", prompt_tokens + completion_tokens},
+            {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}}};
   if (reasoning_tokens >= 0) u["completion_tokens_details"] = {{"reasoning_tokens", reasoning_tokens}};
   return u;
 }

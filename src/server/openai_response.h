@@ -24,7 +24,9 @@ std::string dump_json(const nlohmann::json& j);
 std::string sse_event(const nlohmann::json& j);   // "data: {...}\n\n"
 inline constexpr const char* kSseDone = "data: [DONE]\n\n";
 
-nlohmann::json usage_json(int64_t prompt_tokens, int64_t completion_tokens, int64_t reasoning_tokens = -1);
+// prompt_tokens_details.cached_tokens is always there, as OpenAI returns it.
+nlohmann::json usage_json(int64_t prompt_tokens, int64_t completion_tokens, int64_t reasoning_tokens = -1,
+                          int64_t cached_tokens = 0);
 
 // The text of one token for logprobs ("token_id:N" without a tokenizer) and its raw bytes.
 std::string token_string(const Tokenizer* tok, int id);

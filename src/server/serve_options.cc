@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/prefix_flags.h"
 #include "util/args.h"
 #include "util/error.h"
 #include "util/json_parse.h"
@@ -23,7 +24,7 @@ const char* const kIgnoredWithValue[] = {
     "max-seq-len-to-capture", "revision", "download-dir", "hf-overrides",
     "generation-config", "override-generation-config", "chat-template-content-format"};
 const char* const kIgnoredFlags[] = {
-    "skip-mm-profiling", "trust-remote-code", "enforce-eager", "no-enable-prefix-caching", "enable-chunked-prefill", "no-enable-chunked-prefill",
+    "skip-mm-profiling", "trust-remote-code", "enforce-eager", "enable-chunked-prefill", "no-enable-chunked-prefill",
     "disable-log-requests", "disable-log-stats", "enable-log-requests", "disable-custom-all-reduce",
     "disable-frontend-multiprocessing", "enable-expert-parallel", "async-scheduling",
     "enable-prompt-tokens-details", "enable-request-id-headers"};
@@ -96,6 +97,7 @@ std::string serve_usage() {
          "       [--reasoning-parser qwen3] [--enable-auto-tool-choice] [--tool-call-parser qwen3_coder]\n"
          "       [--limit-mm-per-prompt '{\"image\": N}'] [--threads N] [--dense bf16|int8]\n"
          "       [--allowed-local-media-path DIR (image_url file:// URLs inside DIR)]\n"
+         "       [--memory-budget-gb G] [--experts auto|resident|mapped]\n"
          "       [--speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": K}'] (K 1..4;\n"
          "        optional \"disable_by_batch_size\": N)\n"
          "       [--chat-template FILE] [--default-chat-template-kwargs JSON] [--language-model-only]\n"
@@ -104,6 +106,8 @@ std::string serve_usage() {
          "       [--request-timeout S (0: none)] [--drain-timeout S (30)] [--disable-uvicorn-access-log]\n"
          "       [--enable-prefix-caching (accepted, no effect yet)] [--mm-encoder-tp-mode weights|data]\n"
          "       --max-model-len takes vLLM's suffixes: 32k = 32000, 32K = 32768, 1M = 1048576, -1/auto\n"
+         "       [--enable-prefix-caching | --no-enable-prefix-caching] [--prefix-cache-gb GB]\n"
+         "       (prefix caching is on by default; its budget defaults to a quarter of the available memory)\n"
          "       vLLM GPU flags (--gpu-memory-utilization, --tensor-parallel-size, --dtype,\n"
          "       --skip-mm-profiling, ...) are accepted and ignored.\n";
 }
@@ -114,13 +118,15 @@ ServeOptions parse_serve_options(int argc, char** argv) {
       {"max-num-seqs", true}, {"max-model-len", true}, {"max-num-batched-tokens", true},
       {"reasoning-parser", true}, {"tool-call-parser", true}, {"enable-auto-tool-choice", false},
       {"limit-mm-per-prompt", true}, {"threads", true}, {"dense", true}, {"dense-int8", false}, {"model", true},
+      {"memory-budget-gb", true}, {"experts", true},
       {"help", false}, {"chat-template", true}, {"default-chat-template-kwargs", true},
-      {"language-model-only", false}, {"mm-encoder-tp-mode", true}, {"enable-prefix-caching", false},
+      {"language-model-only", false}, {"mm-encoder-tp-mode", true},
       {"ssl-keyfile", true}, {"ssl-certfile", true}, {"allowed-origins", true}, {"allowed-methods", true},
       {"allowed-headers", true}, {"allow-credentials", false}, {"max-waiting-requests", true},
       {"request-timeout", true}, {"drain-timeout", true}, {"disable-uvicorn-access-log", false},
       {"disable-access-log", false}, {"max-connections", true}, {"read-timeout", true},
       {"speculative-config", true}, {"allowed-local-media-path", true}};
+  for (auto& f : engine::prefix_cache_option_specs()) specs.push_back(f);
   for (const char* f : kIgnoredWithValue) specs.push_back({f, true});
   for (const char* f : kIgnoredFlags) specs.push_back({f, false});
   // vLLM allows several names after --served-model-name; gather the extra positionals
@@ -225,6 +231,10 @@ ServeOptions parse_serve_options(int argc, char** argv) {
     o.media.fetch_timeout_s = t;
     break;
   }
+  engine::EngineOptions eo;
+  engine::prefix_cache_options_from_args(a, eo);
+  o.enable_prefix_caching = eo.enable_prefix_caching;
+  o.prefix_cache_gb = eo.prefix_cache_gb;
   o.chat_template = a.get_or("chat-template", "");
   if (a.has("default-chat-template-kwargs")) {
     o.default_chat_template_kwargs = json_option(a, "default-chat-template-kwargs", "an object",
@@ -238,7 +248,6 @@ ServeOptions parse_serve_options(int argc, char** argv) {
   if (!o.mm_encoder_tp_mode.empty() && o.mm_encoder_tp_mode != "weights" && o.mm_encoder_tp_mode != "data") {
     fail("option --mm-encoder-tp-mode: must be 'weights' or 'data', got '", o.mm_encoder_tp_mode, "'");
   }
-  o.enable_prefix_caching = a.has("enable-prefix-caching");
   o.ssl_keyfile = a.get_or("ssl-keyfile", "");
   o.ssl_certfile = a.get_or("ssl-certfile", "");
   if (o.ssl_keyfile.empty() != o.ssl_certfile.empty()) {
@@ -272,6 +281,12 @@ ServeOptions parse_serve_options(int argc, char** argv) {
   std::string dense = a.get_or("dense", a.has("dense-int8") ? "int8" : "bf16");
   if (dense != "bf16" && dense != "int8") fail("option --dense must be bf16 or int8, got '", dense, "'");
   o.dense_int8 = dense == "int8";
+  if (a.has("memory-budget-gb")) {
+    const double g = a.get_double("memory-budget-gb", 0);
+    if (!(g > 0)) fail("option --memory-budget-gb: must be a positive number of GB (10^9 bytes)");
+    o.memory_budget = g * 1e9;
+  }
+  o.experts = a.get_or("experts", "auto");   // checked by the CLI with the model's parser
   if (a.has("speculative-config")) o.spec = engine::parse_speculative_config(a.get("speculative-config"));
   for (const char* f : kIgnoredWithValue) {
     if (a.has(f)) o.ignored.push_back(std::string("--") + f + " " + a.get(f));

@@ -34,15 +34,18 @@ struct ServeOptions {
   // Image fetching: --allowed-local-media-path DIR (file:// URLs inside DIR), the http(s)
   // fetch timeout ($VLLM_IMAGE_FETCH_TIMEOUT or $QINFER_IMAGE_FETCH_TIMEOUT, seconds) and byte limit.
   MediaOptions media;
+  bool enable_prefix_caching = true;         // --[no-]enable-prefix-caching
+  double prefix_cache_gb = -1;               // --prefix-cache-gb (< 0: from MemAvailable)
   int threads = 0;
   bool dense_int8 = false;
+  double memory_budget = 0;                  // --memory-budget-gb, bytes; 0: what is available
+  std::string experts = "auto";              // --experts auto|resident|mapped
   engine::SpeculativeOptions spec;            // --speculative-config
   // --- operational flags (vLLM spelling where vLLM has one) ---
   std::string chat_template;                 // --chat-template: a file, or the template text itself
   nlohmann::ordered_json default_chat_template_kwargs = nlohmann::ordered_json::object();
   bool language_model_only = false;          // --language-model-only: image parts are refused
   std::string mm_encoder_tp_mode;            // "weights" | "data": accepted (one CPU process: no effect)
-  bool enable_prefix_caching = false;        // accepted; logged as having no effect (not implemented)
   std::string ssl_keyfile, ssl_certfile;     // both set: HTTPS
   std::vector<std::string> allowed_origins = {"*"}, allowed_methods = {"*"}, allowed_headers = {"*"};
   bool allow_credentials = false;

@@ -19,29 +19,15 @@
 #include <nlohmann/json.hpp>
 
 #include "io/safetensors.h"
+#include "run_shell.h"
 
 namespace qinfer {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct RunResult {
-  int code;
-  std::string out;  // stdout + stderr
-};
-
-RunResult run(const std::string& args) {
-  std::string cmd = std::string(QINFER_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  RunResult r{-1, ""};
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int st = pclose(p);
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-  return r;
-}
+using RunResult = test::ShellRun;
+RunResult run(const std::string& args) { return test::run_shell(std::string(QINFER_BINARY) + " " + args); }
 
 std::string fixture(const std::string& name) { return std::string(QINFER_FIXTURES_DIR) + "/text/" + name; }
 
@@ -512,6 +498,25 @@ TEST_F(DemoModel, ChatResetAndExit) {
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("(conversation cleared)"), std::string::npos) << r.out;
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '>'), 4) << r.out;  // 3 prompts + the one /exit answers
+}
+
+// `qinfer chat` keeps one engine, so its prefix cache, for the whole conversation: the
+// second turn resumes from the first prompt's state (one log line per request), and
+// --no-enable-prefix-caching turns that off.
+TEST_F(DemoModel, ChatTurnsShareThePrefixCache) {
+  std::string system;
+  for (int i = 0; i < 200; ++i) system += "word" + std::to_string(i) + " ";   // 500+ tokens
+  const std::string flags = "--max-tokens 3 --system '" + system + "'";
+  RunResult r = chat("hi\nand then?\n/exit\n", flags);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const size_t first = r.out.find("prefix cache: 0 of ");
+  ASSERT_NE(first, std::string::npos) << r.out;
+  const size_t second = r.out.find("prefix cache: ", first + 1);
+  ASSERT_NE(second, std::string::npos) << r.out;
+  EXPECT_NE(r.out.compare(second, 16, "prefix cache: 0 "), 0) << r.out;   // some tokens cached
+  RunResult off = chat("hi\nand then?\n/exit\n", flags + " --no-enable-prefix-caching");
+  ASSERT_EQ(off.code, 0) << off.out;
+  EXPECT_EQ(off.out.find("prefix cache:"), std::string::npos) << off.out;
 }
 
 // --hide-thinking still says the model is thinking (else a reply all in thinking shows nothing).

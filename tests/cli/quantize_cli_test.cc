@@ -16,27 +16,15 @@
 #include <sstream>
 #include <string>
 
+#include "run_shell.h"
+
 namespace qinfer {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct ShRun {
-  int code;
-  std::string out;
-};
-
-ShRun sh(const std::string& cmd) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  ShRun r{-1, ""};
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int st = pclose(p);
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-  return r;
-}
+using ShRun = test::ShellRun;
+ShRun sh(const std::string& cmd) { return test::run_shell(cmd); }
 
 std::string bin() { return QINFER_BINARY; }
 std::string fixture(const std::string& n) { return std::string(QINFER_FIXTURES_DIR) + "/text/" + n; }

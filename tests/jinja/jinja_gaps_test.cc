@@ -1,6 +1,8 @@
 // Jinja features templates in the wild use beyond the Qwen templates, compared with
 // the real Jinja2: loop.changed, recursive loops, truncate / striptags / slice,
-// cycler / joiner, str.casefold, and integers at and past 64 bits. The expected
+// cycler / joiner, str.casefold, integers at and past 64 bits, and tuples (printed,
+// compared, sliced and combined as Python tuples; items() / dictsort / partition /
+// varargs give them). The expected
 // strings come from tools/jinja_golden/gaps_golden.py (Debian python3-jinja2 3.1).
 #include <gtest/gtest.h>
 
@@ -98,6 +100,60 @@ const Case kCases[] = {
     {"{{ 9223372036854775806 + 1 }}",
      "{}",
      "9223372036854775807"},
+    {"{{ (1,) }} {{ (1, 2) }} {{ () }} {{ 1, 2 }} {{ ('a', (1, [2, (3,)]), {'k': ()}) }} {{ (\"it's\", none, true, 1.5) }}",
+     "{}",
+     "(1,) (1, 2) () (1, 2) ('a', (1, [2, (3,)]), {'k': ()}) (\"it's\", None, True, 1.5)"},
+    {"{{ d.items() | list }} {{ d | items | list }} {{ d | dictsort }} {{ d | dictsort(by='value', reverse=true) }}",
+     "{\"d\": {\"b\": 2, \"a\": 1}}",
+     "[('b', 2), ('a', 1)] [('b', 2), ('a', 1)] [('a', 1), ('b', 2)] [('b', 2), ('a', 1)]"},
+    {"{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}{% for k, v in d | dictsort %}{{ k }}={{ v }};{% endfor %}{{ (d | dictsort)[0] }} {{ (d | dictsort)[0][1] }} {{ d.items() | list | first }}",
+     "{\"d\": {\"b\": 2, \"a\": 1}}",
+     "b=2;a=1;a=1;b=2;('a', 1) 1 ('b', 2)"},
+    {"{{ 'a=b=c'.partition('=') }} {{ 'a=b=c'.rpartition('=') }} {{ 'abc'.partition('x') }} {{ 'abc'.rpartition('x') }} {{ 'k: v'.partition(': ')[2] }} {{ 'a,b'.partition(',') | list }} {{ 'a,b'.partition(',') | join('|') }}",
+     "{}",
+     "('a', '=', 'b=c') ('a=b', '=', 'c') ('abc', '', '') ('', '', 'abc') v ['a', ',', 'b'] a|,|b"},
+    {"{% macro m() %}{{ varargs }}|{{ varargs | length }}|{{ varargs is sequence }}|{% endmacro %}{{ m() }}{{ m(1) }}{{ m(1, 'x', (2,)) }}",
+     "{}",
+     "()|0|True|(1,)|1|True|(1, 'x', (2,))|3|True|"},
+    {"{% macro m(a) %}{{ a }}{{ varargs }}{{ kwargs }}{% endmacro %}{{ m(1, (2,), y=(3,)) }}",
+     "{}",
+     "1((2,),){'y': (3,)}"},
+    {"{% set x = 1, 2 %}{{ x }}{% set a, b = x %}{{ a }}{{ b }}{% for p, q in [(1, 2), (3, 4)] %}{{ p }}{{ q }}{% endfor %}{% for t in (1, 2), (3, 4) %}{{ t }}{% endfor %}{% with a, b = (5, 6) %}{{ a }}{{ b }}{% endwith %}",
+     "{}",
+     "(1, 2)121234(1, 2)(3, 4)56"},
+    {"{% for x in (1, 2, 3) %}{{ loop.cycle('a', 'b') }}{{ loop.previtem }}{{ loop.length }}{% endfor %}",
+     "{}",
+     "a3b13a23"},
+    {"{{ (1, 2) == [1, 2] }} {{ (1, 2) != [1, 2] }} {{ (1, 2) == (1, 2) }} {{ [(1, 2)] == [[1, 2]] }} {{ {'a': (1,)} == {'a': [1]} }} {{ 1 in (1, 2) }} {{ (1, 2) in [(1, 2)] }} {{ [1, 2] in [(1, 2)] }} {{ (1, 2) in [[1, 2]] }} {{ (1,) in {'a': 1} }} {{ ('a', 1) in d | dictsort }}",
+     "{\"d\": {\"a\": 1}}",
+     "False True True False False True True False False False True"},
+    {"{{ (1, 2) < (1, 3) }} {{ (1, 2) < (1, 2, 0) }} {{ [(1, 2)] < [(1, 3)] }} {{ ((2, 'b'), (1, 'a')) | sort }} {{ ((2, 'b'), (1, 'a')) | max }}",
+     "{}",
+     "True True True [(1, 'a'), (2, 'b')] (2, 'b')"},
+    {"{{ (1, 2, 3)[1] }} {{ (1, 2, 3)[-1] }} {{ (1, 2, 3)[1:] }} {{ (1, 2, 3)[::-1] }} {{ (1, 2, 3)[5:] }} {{ (1, 2)[0:1] }} {{ [1, 2, 3][1:] }} {{ (1, 2)[5] is defined }}",
+     "{}",
+     "2 3 (2, 3) (3, 2, 1) () (1,) [2, 3] False"},
+    {"{{ (1, 2) + (3,) }} {{ (1, 2) * 2 }} {{ 2 * (1,) }} {{ () + () }} {{ [1] + [(2, 3)] }} {{ (1, 2) | list + [3] }}",
+     "{}",
+     "(1, 2, 3) (1, 2, 1, 2) (1, 1) () [1, (2, 3)] [1, 2, 3]"},
+    {"{{ (1, 2) | list }} {{ (1, 2) | length }} {{ () | length }} {{ (1, 2) | first }} {{ (3, 1, 2) | sort }} {{ (1, 2) | reverse | list }} {{ (1, 2) | join(',') }} {{ (1, 2) | sum }} {{ [(1, 2), (1, 2)] | unique | list }} {{ ((1, 2), (3, 4)) | map('last') | list }} {{ [(1, 2)] | map('list') | list }} {{ (1, 2) | batch(1) | list }}",
+     "{}",
+     "[1, 2] 2 0 1 [1, 2, 3] [2, 1] 1,2 3 [(1, 2)] [2, 4] [[1, 2]] [[1], [2]]"},
+    {"{{ (1, 2) | tojson }} {{ [(1, 'a')] | tojson }} {{ {'a': (1, 2)} | tojson }} {{ d | dictsort | tojson }} {{ {'a': 1} | tojson(separators=(',', ':')) }}",
+     "{\"d\": {\"b\": 2, \"a\": 1}}",
+     "[1, 2] [[1, \"a\"]] {\"a\": [1, 2]} [[\"a\", 1], [\"b\", 2]] {\"a\":1}"},
+    {"{{ (1, 2) is sequence }} {{ (1, 2) is mapping }} {{ (1, 2) is iterable }} {{ (1, 2) is string }} {{ () is sequence }} {{ (1, 2) is eq((1, 2)) }} {{ (1, 2) is eq([1, 2]) }} {{ (1, 2) is in([(1, 2)]) }}",
+     "{}",
+     "True False True False True True False True"},
+    {"{{ (1, 2) | string }} {{ (1, 2) ~ '' }} {{ ('a', 1) | pprint }} {{ not () }} {{ (0,) | default('x') }} {{ () | default('x', true) }} {{ (1, 2, 2).count(2) }} {{ (1, 2).index(2) }} {{ (1, 2).append is defined }}",
+     "{}",
+     "(1, 2) (1, 2) ('a', 1) True (0,) x 2 1 False"},
+    {"{% set ns = namespace(x=(1, 2)) %}{{ ns.x }} {{ ns }} {{ dict(a=(1, 2)) }} {{ {'k': (1, 2)} }} {{ {'k': (1,), 'k': (2,)} }} {{ dict(d) }} {{ dict([('x', (1,))]) }}",
+     "{\"d\": {\"a\": 1}}",
+     "(1, 2) <Namespace {'x': (1, 2)}> {'a': (1, 2)} {'k': (1, 2)} {'k': (2,)} {'a': 1} {'x': (1,)}"},
+    {"{{ '%s-%s' % (1, 2) }} {{ '%s' % ((1, 2),) }} {{ '%s' % [1, 2] }} {{ 'x' % [1] }} {{ '%s' | format((1, 2)) }} {{ '%s' | format([1, 2]) }} {{ '%s and %s' | format('a', 'b') }} {{ 'abc'.startswith(('x', 'a')) }}",
+     "{}",
+     "1-2 (1, 2) [1, 2] x (1, 2) [1, 2] a and b True"},
 };
 
 std::string error_of(const std::string& src, const Json& ctx = Json::object()) {
@@ -145,4 +201,24 @@ TEST(JinjaGaps, ErrorsOfTheNewFeatures) {
   // Unbounded recursion stops with an error rather than a crash.
   EXPECT_NE(error_of("{% for x in [[1]] recursive %}{{ loop([x]) }}{% endfor %}").find("RecursionError"),
             std::string::npos);
+}
+
+// The TypeErrors of tuples, with Python's messages (checked with python3-jinja2): a tuple and
+// a list neither concatenate nor order, and only a tuple holds several %-format arguments.
+TEST(JinjaGaps, TupleErrorsAreThoseOfPython) {
+  auto has = [](const std::string& src, const std::string& msg) {
+    std::string e = error_of(src);
+    EXPECT_NE(e.find(msg), std::string::npos) << src << "\ngot: " << e;
+  };
+  has("{{ (1, 2) + [3] }}", "TypeError: can only concatenate tuple (not \"list\") to tuple");
+  has("{{ [1, 2] + (3,) }}", "TypeError: can only concatenate list (not \"tuple\") to list");
+  has("{{ (1, 2) < [1, 3] }}", "TypeError: '<' not supported between instances of 'tuple' and 'list'");
+  has("{{ [(1, 2)] < [[1, 3]] }}", "TypeError: '<' not supported between instances of 'tuple' and 'list'");
+  has("{{ [1] < ['a'] }}", "TypeError: '<' not supported between instances of 'int' and 'str'");
+  has("{{ (1, 2).index(3) }}", "ValueError: tuple.index(x): x not in tuple");
+  has("{{ 'x' % 5 }}", "TypeError: not all arguments converted during string formatting");
+  has("{{ '%s' % (1, 2) }}", "TypeError: not all arguments converted during string formatting");
+  has("{{ 'abc'.startswith(['a']) }}", "first arg must be str or a tuple of str, not list");
+  has("{{ [1] in {'a': 1} }}", "TypeError: unhashable type: 'list'");
+  has("{% set a, b = (1, 2, 3) %}", "ValueError: too many values to unpack (expected 2)");
 }

@@ -13,19 +13,6 @@ std::string render(const std::string& src, const Json& ctx = Json::object()) {
 }
 }  // namespace
 
-TEST(PythonSemantics, FloatRepr) {
-  EXPECT_EQ(py::float_repr(2.5), "2.5");
-  EXPECT_EQ(py::float_repr(1.0), "1.0");
-  EXPECT_EQ(py::float_repr(-0.0), "-0.0");
-  EXPECT_EQ(py::float_repr(1e16), "1e+16");
-  EXPECT_EQ(py::float_repr(1e15), "1000000000000000.0");
-  EXPECT_EQ(py::float_repr(123456789.125), "123456789.125");
-  EXPECT_EQ(py::float_repr(1e-5), "1e-05");
-  EXPECT_EQ(py::float_repr(0.0001), "0.0001");
-  EXPECT_EQ(py::float_repr(1.5e300), "1.5e+300");
-  EXPECT_EQ(py::float_repr(0.1 + 0.2), "0.30000000000000004");
-}
-
 TEST(PythonSemantics, StrRepr) {
   EXPECT_EQ(py::repr("a'b"), "\"a'b\"");
   EXPECT_EQ(py::repr("a'b\""), "'a\\'b\"'");

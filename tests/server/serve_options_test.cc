@@ -51,6 +51,20 @@ void expect_fail(std::vector<std::string> args, const std::string& needle) {
   }
 }
 
+TEST(ServeOptions, PrefixCachingFlags) {
+  auto d = parse({"m"});
+  EXPECT_TRUE(d.enable_prefix_caching);   // on by default, as vLLM V1
+  EXPECT_LT(d.prefix_cache_gb, 0);        // budget from MemAvailable
+  auto on = parse({"m", "--enable-prefix-caching", "--prefix-cache-gb", "2.5"});
+  EXPECT_TRUE(on.enable_prefix_caching);
+  EXPECT_EQ(on.prefix_cache_gb, 2.5);
+  EXPECT_TRUE(on.ignored.empty());        // real flags now, not accepted-and-ignored
+  EXPECT_FALSE(parse({"m", "--no-enable-prefix-caching"}).enable_prefix_caching);
+  expect_fail({"m", "--prefix-cache-gb", "-1"}, "--prefix-cache-gb");
+  expect_fail({"m", "--prefix-cache-gb", "lots"}, "--prefix-cache-gb");
+  expect_fail({"m", "--enable-prefix-caching", "--no-enable-prefix-caching"}, "--no-enable-prefix-caching");
+}
+
 TEST(ServeOptions, ErrorsNameTheFlag) {
   expect_fail({}, "MODEL_DIR");
   expect_fail({"m", "--port", "99999"}, "--port");

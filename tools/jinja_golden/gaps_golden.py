@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Expected outputs for tests/jinja/jinja_gaps_test.cc, rendered with the real Jinja2
-(Debian python3-jinja2) in the sandboxed environment transformers uses. Prints C++
+(Debian python3-jinja2) in the sandboxed environment transformers uses, with its tojson. Prints C++
 initialiser rows {template, context JSON, expected} to paste into the test.
 
 Run:  /usr/bin/python3 tools/jinja_golden/gaps_golden.py
@@ -54,12 +54,51 @@ CASES = [
     ("{{ n }} {{ n == 18446744073709551615 }} {{ n > 9223372036854775807 }}",
      {"n": 18446744073709551615}),
     ("{{ 9223372036854775806 + 1 }}", {}),
+    # tuples print, compare and combine as Python tuples
+    ("{{ (1,) }} {{ (1, 2) }} {{ () }} {{ 1, 2 }} {{ ('a', (1, [2, (3,)]), {'k': ()}) }} {{ (\"it's\", none, true, 1.5) }}", {}),
+    ("{{ d.items() | list }} {{ d | items | list }} {{ d | dictsort }} {{ d | dictsort(by='value', reverse=true) }}",
+     {"d": {"b": 2, "a": 1}}),
+    ("{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}{% for k, v in d | dictsort %}{{ k }}={{ v }};{% endfor %}"
+     "{{ (d | dictsort)[0] }} {{ (d | dictsort)[0][1] }} {{ d.items() | list | first }}",
+     {"d": {"b": 2, "a": 1}}),
+    ("{{ 'a=b=c'.partition('=') }} {{ 'a=b=c'.rpartition('=') }} {{ 'abc'.partition('x') }} {{ 'abc'.rpartition('x') }}"
+     " {{ 'k: v'.partition(': ')[2] }} {{ 'a,b'.partition(',') | list }} {{ 'a,b'.partition(',') | join('|') }}", {}),
+    ("{% macro m() %}{{ varargs }}|{{ varargs | length }}|{{ varargs is sequence }}|{% endmacro %}"
+     "{{ m() }}{{ m(1) }}{{ m(1, 'x', (2,)) }}", {}),
+    ("{% macro m(a) %}{{ a }}{{ varargs }}{{ kwargs }}{% endmacro %}{{ m(1, (2,), y=(3,)) }}", {}),
+    ("{% set x = 1, 2 %}{{ x }}{% set a, b = x %}{{ a }}{{ b }}{% for p, q in [(1, 2), (3, 4)] %}{{ p }}{{ q }}"
+     "{% endfor %}{% for t in (1, 2), (3, 4) %}{{ t }}{% endfor %}{% with a, b = (5, 6) %}{{ a }}{{ b }}{% endwith %}", {}),
+    ("{% for x in (1, 2, 3) %}{{ loop.cycle('a', 'b') }}{{ loop.previtem }}{{ loop.length }}{% endfor %}", {}),
+    ("{{ (1, 2) == [1, 2] }} {{ (1, 2) != [1, 2] }} {{ (1, 2) == (1, 2) }} {{ [(1, 2)] == [[1, 2]] }}"
+     " {{ {'a': (1,)} == {'a': [1]} }} {{ 1 in (1, 2) }} {{ (1, 2) in [(1, 2)] }} {{ [1, 2] in [(1, 2)] }}"
+     " {{ (1, 2) in [[1, 2]] }} {{ (1,) in {'a': 1} }} {{ ('a', 1) in d | dictsort }}", {"d": {"a": 1}}),
+    ("{{ (1, 2) < (1, 3) }} {{ (1, 2) < (1, 2, 0) }} {{ [(1, 2)] < [(1, 3)] }} {{ ((2, 'b'), (1, 'a')) | sort }}"
+     " {{ ((2, 'b'), (1, 'a')) | max }}", {}),
+    ("{{ (1, 2, 3)[1] }} {{ (1, 2, 3)[-1] }} {{ (1, 2, 3)[1:] }} {{ (1, 2, 3)[::-1] }} {{ (1, 2, 3)[5:] }}"
+     " {{ (1, 2)[0:1] }} {{ [1, 2, 3][1:] }} {{ (1, 2)[5] is defined }}", {}),
+    ("{{ (1, 2) + (3,) }} {{ (1, 2) * 2 }} {{ 2 * (1,) }} {{ () + () }} {{ [1] + [(2, 3)] }} {{ (1, 2) | list + [3] }}", {}),
+    ("{{ (1, 2) | list }} {{ (1, 2) | length }} {{ () | length }} {{ (1, 2) | first }} {{ (3, 1, 2) | sort }}"
+     " {{ (1, 2) | reverse | list }} {{ (1, 2) | join(',') }} {{ (1, 2) | sum }} {{ [(1, 2), (1, 2)] | unique | list }}"
+     " {{ ((1, 2), (3, 4)) | map('last') | list }} {{ [(1, 2)] | map('list') | list }} {{ (1, 2) | batch(1) | list }}", {}),
+    ("{{ (1, 2) | tojson }} {{ [(1, 'a')] | tojson }} {{ {'a': (1, 2)} | tojson }} {{ d | dictsort | tojson }}"
+     " {{ {'a': 1} | tojson(separators=(',', ':')) }}", {"d": {"b": 2, "a": 1}}),
+    ("{{ (1, 2) is sequence }} {{ (1, 2) is mapping }} {{ (1, 2) is iterable }} {{ (1, 2) is string }}"
+     " {{ () is sequence }} {{ (1, 2) is eq((1, 2)) }} {{ (1, 2) is eq([1, 2]) }} {{ (1, 2) is in([(1, 2)]) }}", {}),
+    ("{{ (1, 2) | string }} {{ (1, 2) ~ '' }} {{ ('a', 1) | pprint }} {{ not () }} {{ (0,) | default('x') }}"
+     " {{ () | default('x', true) }} {{ (1, 2, 2).count(2) }} {{ (1, 2).index(2) }} {{ (1, 2).append is defined }}", {}),
+    ("{% set ns = namespace(x=(1, 2)) %}{{ ns.x }} {{ ns }} {{ dict(a=(1, 2)) }} {{ {'k': (1, 2)} }}"
+     " {{ {'k': (1,), 'k': (2,)} }} {{ dict(d) }} {{ dict([('x', (1,))]) }}", {"d": {"a": 1}}),
+    ("{{ '%s-%s' % (1, 2) }} {{ '%s' % ((1, 2),) }} {{ '%s' % [1, 2] }} {{ 'x' % [1] }} {{ '%s' | format((1, 2)) }}"
+     " {{ '%s' | format([1, 2]) }} {{ '%s and %s' | format('a', 'b') }} {{ 'abc'.startswith(('x', 'a')) }}", {}),
 ]
 
 
 def make_env():
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
                                         extensions=[jinja2.ext.loopcontrols, jinja2.ext.do])
+    # Hugging Face's tojson (json.dumps), as in make_golden.py: a tuple is written as an array.
+    env.filters["tojson"] = lambda x, ensure_ascii=False, indent=None, separators=None, sort_keys=False: json.dumps(
+        x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
     return env
 
 

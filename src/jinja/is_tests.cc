@@ -1,4 +1,4 @@
-// Built-in tests: `value is name(args)` (Jinja 3.1 tests.py).
+// Jinja's built-in tests: `value is name(args)` (Jinja 3.1 tests.py), as the Renderer calls them.
 #include <unordered_map>
 
 #include "jinja/builtins.h"

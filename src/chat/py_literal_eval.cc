@@ -1,4 +1,4 @@
-// Readers for PyValue: Python's json.loads and ast.literal_eval (the subset of Python
+// py_literal_eval: Python's ast.literal_eval into a PyValue (the subset of Python
 // literal syntax literal_eval accepts: strings with prefixes and implicit concatenation,
 // bytes, int/float/complex numbers, True/False/None, tuples, lists, dicts, sets, unary
 // +/- on numbers, comments and newlines inside brackets).
@@ -16,179 +16,8 @@ namespace {
 
 constexpr int kMaxDepth = 200;  // deeper nesting fails, as Python's parser does
 
-int hex_val(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-bool read_hex(std::string_view s, size_t i, size_t n, uint32_t& out) {
-  if (i + n > s.size()) return false;
-  out = 0;
-  for (size_t k = 0; k < n; ++k) {
-    const int h = hex_val(s[i + k]);
-    if (h < 0) return false;
-    out = out * 16 + uint32_t(h);
-  }
-  return true;
-}
-
 struct Fail {};
 
-// ---------------------------------------------------------------------------------------
-// json.loads
-class JsonReader {
- public:
-  explicit JsonReader(std::string_view s) : s_(s) {}
-
-  PyValue document() {
-    ws();
-    PyValue v = value(0);
-    ws();
-    if (i_ != s_.size()) throw Fail{};  // "Extra data"
-    return v;
-  }
-
- private:
-  void ws() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) ++i_;
-  }
-  bool eat(std::string_view word) {
-    if (s_.substr(i_).starts_with(word)) {
-      i_ += word.size();
-      return true;
-    }
-    return false;
-  }
-
-  PyValue value(int depth) {
-    if (depth > kMaxDepth || i_ >= s_.size()) throw Fail{};
-    const char c = s_[i_];
-    if (c == '{') return object(depth);
-    if (c == '[') return array(depth);
-    if (c == '"') return PyValue::str(string());
-    if (eat("null")) return PyValue::none();
-    if (eat("true")) return PyValue::boolean(true);
-    if (eat("false")) return PyValue::boolean(false);
-    if (eat("NaN")) return PyValue::floating(NAN);
-    if (eat("Infinity")) return PyValue::floating(HUGE_VAL);
-    if (eat("-Infinity")) return PyValue::floating(-HUGE_VAL);
-    return number();
-  }
-
-  PyValue number() {
-    const size_t start = i_;
-    if (i_ < s_.size() && s_[i_] == '-') ++i_;
-    auto digit = [&] { return i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9'; };
-    if (!digit()) throw Fail{};
-    if (s_[i_] == '0') {
-      ++i_;
-    } else {
-      while (digit()) ++i_;
-    }
-    bool is_float = false;
-    if (i_ + 1 < s_.size() && s_[i_] == '.' && s_[i_ + 1] >= '0' && s_[i_ + 1] <= '9') {
-      is_float = true;
-      ++i_;
-      while (digit()) ++i_;
-    }
-    if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
-      size_t j = i_ + 1;
-      if (j < s_.size() && (s_[j] == '+' || s_[j] == '-')) ++j;
-      if (j < s_.size() && s_[j] >= '0' && s_[j] <= '9') {
-        is_float = true;
-        i_ = j;
-        while (digit()) ++i_;
-      }
-    }
-    const std::string text(s_.substr(start, i_ - start));
-    if (is_float) return PyValue::floating(std::strtod(text.c_str(), nullptr));
-    return text == "-0" ? PyValue::integer("0") : PyValue::integer(text);
-  }
-
-  std::string string() {
-    ++i_;  // opening quote
-    std::string out;
-    for (;;) {
-      if (i_ >= s_.size()) throw Fail{};
-      const char c = s_[i_++];
-      if (c == '"') return out;
-      if (static_cast<unsigned char>(c) < 0x20) throw Fail{};  // strict: no control characters
-      if (c != '\\') {
-        out += c;
-        continue;
-      }
-      if (i_ >= s_.size()) throw Fail{};
-      const char e = s_[i_++];
-      switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
-        case 'u': {
-          uint32_t cp;
-          if (!read_hex(s_, i_, 4, cp)) throw Fail{};
-          i_ += 4;
-          uint32_t lo;
-          if (cp >= 0xD800 && cp <= 0xDBFF && s_.substr(i_).starts_with("\\u") && read_hex(s_, i_ + 2, 4, lo) &&
-              lo >= 0xDC00 && lo <= 0xDFFF) {
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-            i_ += 6;
-          }
-          append_utf8(out, cp);
-          break;
-        }
-        default: throw Fail{};
-      }
-    }
-  }
-
-  PyValue array(int depth) {
-    ++i_;
-    PyValue v;
-    v.kind = PyValue::Kind::kList;
-    ws();
-    if (eat("]")) return v;
-    for (;;) {
-      ws();
-      v.items.push_back(value(depth + 1));
-      ws();
-      if (eat("]")) return v;
-      if (!eat(",")) throw Fail{};
-    }
-  }
-
-  PyValue object(int depth) {
-    ++i_;
-    PyValue v;
-    v.kind = PyValue::Kind::kDict;
-    ws();
-    if (eat("}")) return v;
-    for (;;) {
-      ws();
-      if (i_ >= s_.size() || s_[i_] != '"') throw Fail{};
-      PyValue key = PyValue::str(string());
-      ws();
-      if (!eat(":")) throw Fail{};
-      ws();
-      v.dict_set(std::move(key), value(depth + 1));
-      ws();
-      if (eat("}")) return v;
-      if (!eat(",")) throw Fail{};
-    }
-  }
-
-  std::string_view s_;
-  size_t i_ = 0;
-};
-
-// ---------------------------------------------------------------------------------------
-// ast.literal_eval
 class LiteralReader {
  public:
   explicit LiteralReader(std::string_view s) : s_(s) {}
@@ -547,14 +376,6 @@ class LiteralReader {
 };
 
 }  // namespace
-
-std::optional<PyValue> py_json_loads(std::string_view s) {
-  try {
-    return JsonReader(s).document();
-  } catch (const Fail&) {
-    return std::nullopt;
-  }
-}
 
 std::optional<PyValue> py_literal_eval(std::string_view s) {
   // literal_eval strips leading spaces and tabs, then parses in "eval" mode.

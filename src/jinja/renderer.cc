@@ -1,4 +1,4 @@
-#include "jinja/interpreter.h"
+#include "jinja/renderer.h"
 
 #include <algorithm>
 #include <optional>
@@ -96,7 +96,7 @@ Value Renderer::make_macro(const Stmt& st, const ScopePtr& closure, const std::s
         throw EvalError(cat("TypeError: macro '", name, "' takes not more than ", np, " argument(s)"));
       }
     }
-    Json kwargs = Json::object();
+    std::vector<std::pair<std::string, Value>> kwargs;
     for (auto& [k, v] : args.kw) {
       auto it = std::find(m->params.begin(), m->params.end(), k);
       if (it != m->params.end()) {
@@ -107,7 +107,7 @@ Value Renderer::make_macro(const Stmt& st, const ScopePtr& closure, const std::s
       } else if (k == "caller" && m->uses_caller) {
         scope->vars["caller"] = v;
       } else if (m->uses_kwargs) {
-        kwargs[k] = v.to_json("macro keyword argument");
+        kwargs.emplace_back(k, v);
       } else {
         throw EvalError(cat("TypeError: macro '", name, "' takes no keyword argument '", k, "'"));
       }
@@ -118,8 +118,8 @@ Value Renderer::make_macro(const Stmt& st, const ScopePtr& closure, const std::s
       if (i >= first_default) scope->vars[m->params[i]] = eval(*m->defaults[i - first_default], scope);
       else scope->vars[m->params[i]] = Value::undefined(cat("parameter '", m->params[i], "' was not provided"));
     }
-    if (m->uses_varargs) scope->vars["varargs"] = make_list(extra, "varargs");
-    if (m->uses_kwargs) scope->vars["kwargs"] = Value(std::move(kwargs));
+    if (m->uses_varargs) scope->vars["varargs"] = tuple_of(extra, "varargs");
+    if (m->uses_kwargs) scope->vars["kwargs"] = make_dict(kwargs, "macro keyword argument");
     if (m->uses_caller && !scope->vars.count("caller"))
       scope->vars["caller"] = Value::undefined(cat("No caller defined for macro '", name, "'"));
     if (++depth_ > kMaxDepth) {
@@ -360,16 +360,17 @@ Value Renderer::eval_inner(const Expr& e, const ScopePtr& s) {
     case ExprKind::Tuple: {
       std::vector<Value> items;
       for (const auto& it : e.items) items.push_back(eval(*it, s));
+      if (e.kind == ExprKind::Tuple) return tuple_of(items, "tuple literal");
       return make_list(items, "list literal");
     }
     case ExprKind::Dict: {
-      Json obj = Json::object();
+      std::vector<std::pair<std::string, Value>> members;
       for (size_t i = 0; i + 1 < e.items.size(); i += 2) {
         Value k = eval(*e.items[i], s);
         if (!k.is_string()) throw EvalError("dict literal keys must be strings, got " + type_name(k));
-        obj[k.str()] = eval(*e.items[i + 1], s).to_json("dict literal");
+        members.emplace_back(k.str(), eval(*e.items[i + 1], s));
       }
-      return Value(std::move(obj));
+      return make_dict(members, "dict literal");
     }
     case ExprKind::Getattr: return get_attr(eval(*e.a, s), e.name);
     case ExprKind::Getitem: return get_item(eval(*e.a, s), eval(*e.b, s));

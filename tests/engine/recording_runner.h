@@ -1,0 +1,79 @@
+// A ModelRunner around another that records, per sequence (numbered in creation order:
+// the engine creates them in admission order), the logits row each step wrote, keyed by
+// the sequence's position after the step. Tests compare the rows of a cache hit with
+// those of a cold run at the same positions.
+#pragma once
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "engine/model_runner.h"
+
+namespace qinfer::engine::testing {
+
+class RecordingRunner : public ModelRunner {
+ public:
+  explicit RecordingRunner(std::unique_ptr<ModelRunner> inner) : inner_(std::move(inner)) {}
+  struct Seq : RunnerSequence {
+    std::unique_ptr<RunnerSequence> inner;
+    int id = 0;
+  };
+  using Rows = std::map<int64_t, std::vector<float>>;   // position after the step -> logits
+
+  int vocab_size() const override { return inner_->vocab_size(); }
+  int64_t max_context() const override { return inner_->max_context(); }
+  std::vector<int> eos_token_ids() const override { return inner_->eos_token_ids(); }
+  std::unique_ptr<RunnerSequence> new_sequence() override { return wrap(inner_->new_sequence()); }
+  void forward(const std::vector<RunnerStep>& steps) override {
+    std::vector<RunnerStep> in = steps;
+    for (auto& s : in) s.seq = static_cast<Seq*>(s.seq)->inner.get();
+    inner_->forward(in);
+    std::lock_guard<std::mutex> lk(mu_);
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const int id = static_cast<Seq*>(steps[i].seq)->id;
+      rows_[id][inner_->sequence_tokens(*in[i].seq)].assign(steps[i].logits, steps[i].logits + vocab_size());
+    }
+  }
+  bool has_vision() const override { return inner_->has_vision(); }
+  int image_token_id() const override { return inner_->image_token_id(); }
+  int spatial_merge_size() const override { return inner_->spatial_merge_size(); }
+  int64_t hidden_size() const override { return inner_->hidden_size(); }
+  std::vector<float> encode_images(const std::vector<const vision::ImagePatches*>& images) override {
+    ++images_encoded;
+    return inner_->encode_images(images);
+  }
+  int64_t prefix_block_tokens() const override { return inner_->prefix_block_tokens(); }
+  int64_t sequence_tokens(const RunnerSequence& s) const override {
+    return inner_->sequence_tokens(*static_cast<const Seq&>(s).inner);
+  }
+  SavedBlock save_block(const RunnerSequence& s, int64_t b) override {
+    return inner_->save_block(*static_cast<const Seq&>(s).inner, b);
+  }
+  SavedState save_state(const RunnerSequence& s) override { return inner_->save_state(*static_cast<const Seq&>(s).inner); }
+  std::unique_ptr<RunnerSequence> restore(const std::vector<SavedBlock>& blocks, const SavedState& st) override {
+    return wrap(inner_->restore(blocks, st));
+  }
+  size_t saved_block_bytes() const override { return inner_->saved_block_bytes(); }
+  size_t saved_state_bytes() const override { return inner_->saved_state_bytes(); }
+
+  Rows rows(int id) {
+    std::lock_guard<std::mutex> lk(mu_);
+    return rows_[id];
+  }
+  int images_encoded = 0;
+
+ private:
+  std::unique_ptr<RunnerSequence> wrap(std::unique_ptr<RunnerSequence> s) {
+    auto w = std::make_unique<Seq>();
+    w->inner = std::move(s);
+    std::lock_guard<std::mutex> lk(mu_);
+    w->id = next_id_++;
+    return w;
+  }
+  std::unique_ptr<ModelRunner> inner_;
+  std::mutex mu_;
+  std::map<int, Rows> rows_;
+  int next_id_ = 0;
+};
+
+}  // namespace qinfer::engine::testing

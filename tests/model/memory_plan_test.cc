@@ -1,0 +1,192 @@
+// The memory plan on made-up censuses: placement per mode, the context lowered
+// to fit when not given, file-backed experts with a hot budget, and refusals
+// that name the flag that would fit. Then the census of a real fixture.
+#include <gtest/gtest.h>
+
+#include "io/checkpoint.h"
+#include "io/config.h"
+#include "model/layers.h"
+#include "model/memory_plan.h"
+#include "util/error.h"
+
+namespace qinfer::model {
+namespace {
+
+constexpr double GB = 1e9;
+
+// Shaped like the 40-layer checkpoint (GPTQ experts), rounded.
+WeightCensus gptq_model() {
+  WeightCensus w;
+  w.experts = 17.0 * GB;
+  w.expert_count = 40 * 256;
+  w.experts_gptq = true;
+  w.dense = 3.0 * GB;
+  w.dense_int8 = 1.5 * GB;
+  w.small = 0.05 * GB;
+  w.embed = 1.0 * GB;
+  w.lm_head = 1.0 * GB;
+  w.lm_head_int8 = 0.5 * GB;
+  return w;
+}
+
+WeightCensus bf16_experts_model() {
+  WeightCensus w = gptq_model();
+  w.experts = 60.0 * GB;
+  w.experts_gptq = false;
+  return w;
+}
+
+StateCensus state() {
+  StateCensus s;
+  s.kv_per_token = 40960;      // 10 full layers x 2 x 512 x fp32
+  s.per_sequence = 0.06 * GB;  // DeltaNet states
+  s.model_max_len = 262144;
+  return s;
+}
+
+PlanRequest req(double budget_gb, int64_t max_model_len = 0) {
+  PlanRequest r;
+  r.max_model_len = max_model_len;
+  r.budget = budget_gb * GB;
+  r.budget_given = true;
+  return r;
+}
+
+TEST(MemoryPlan, EverythingResidentWhenItFits) {
+  PlanRequest r = req(64, 8192);
+  const MemoryPlan p = plan_memory(gptq_model(), state(), r);
+  ASSERT_TRUE(p.fits) << p.refusal;
+  EXPECT_FALSE(p.experts_file_backed);
+  EXPECT_DOUBLE_EQ(p.copied, (17.0 + 3.0 + 0.05 + 1.0) * GB);
+  EXPECT_DOUBLE_EQ(p.mapped, 0);
+  EXPECT_DOUBLE_EQ(p.kv, 8192 * 40960.0 + 0.06 * GB);
+  EXPECT_DOUBLE_EQ(p.need, p.copied + p.mapped + p.kv + kRuntimeReserve);
+  EXPECT_DOUBLE_EQ(p.reserve, kRuntimeReserve);
+  EXPECT_NE(p.line().find("memory plan: budget 64.00 GB"), std::string::npos) << p.line();
+  EXPECT_NE(p.line().find("1 x 8192 tokens"), std::string::npos) << p.line();
+}
+
+TEST(MemoryPlan, Int8ReencodesAndMmapMaps) {
+  PlanRequest r = req(64, 4096);
+  r.dense_int8 = true;
+  const MemoryPlan a = plan_memory(gptq_model(), state(), r);
+  EXPECT_DOUBLE_EQ(a.reencoded, 2.0 * GB);
+  EXPECT_DOUBLE_EQ(a.copied, (17.0 + 2.0 + 0.05) * GB);
+  r.dense_int8 = false;
+  r.mmap_dense = true;
+  const MemoryPlan b = plan_memory(gptq_model(), state(), r);
+  EXPECT_DOUBLE_EQ(b.mapped, 4.0 * GB);     // dense + lm_head through the mapping
+  EXPECT_DOUBLE_EQ(b.copied, 17.05 * GB);   // GPTQ experts are repacked in memory either way
+}
+
+TEST(MemoryPlan, TiedLmHeadStaysMapped) {
+  WeightCensus w = gptq_model();
+  w.lm_head_tied = true;
+  PlanRequest r = req(64, 4096);
+  const MemoryPlan p = plan_memory(w, state(), r);
+  EXPECT_DOUBLE_EQ(p.mapped, 1.0 * GB);
+  EXPECT_DOUBLE_EQ(p.copied, 20.05 * GB);
+}
+
+TEST(MemoryPlan, ContextNotGivenIsLoweredToFit) {
+  const MemoryPlan p = plan_memory(gptq_model(), state(), req(24));   // 262144 tokens would need 10.7 GB of KV
+  ASSERT_TRUE(p.fits) << p.refusal;
+  EXPECT_TRUE(p.len_lowered);
+  EXPECT_EQ(p.max_model_len % KvCache::kBlockTokens, 0);
+  EXPECT_GE(p.max_model_len, kMinPlannedLen);
+  EXPECT_LE(p.need, 24 * GB);
+  // One more block would not fit.
+  EXPECT_GT(p.need + KvCache::kBlockTokens * 40960.0, 24 * GB);
+  EXPECT_NE(p.line().find("context lowered to fit"), std::string::npos);
+}
+
+TEST(MemoryPlan, ContextNotGivenAndNothingFitsReportsTheLeastNeed) {
+  const MemoryPlan p = plan_memory(gptq_model(), state(), req(19));
+  ASSERT_FALSE(p.fits);
+  EXPECT_EQ(p.max_model_len, kMinPlannedLen);
+  EXPECT_NE(p.refusal.find("1 x 2048 tokens"), std::string::npos) << p.refusal;
+}
+
+TEST(MemoryPlan, GivenContextIsRefusedNamingTheFlags) {
+  PlanRequest r = req(24, 262144);
+  const MemoryPlan p = plan_memory(gptq_model(), state(), r);
+  ASSERT_FALSE(p.fits);
+  EXPECT_NE(p.refusal.find("--max-model-len "), std::string::npos) << p.refusal;
+  EXPECT_NE(p.refusal.find("--memory-budget-gb"), std::string::npos) << p.refusal;
+  EXPECT_NE(p.refusal.find("budget is 24.00 GB"), std::string::npos) << p.refusal;
+  // The suggested length really fits.
+  const size_t at = p.refusal.find("--max-model-len ") + 16;
+  PlanRequest r2 = r;
+  r2.max_model_len = std::stoll(p.refusal.substr(at));
+  EXPECT_TRUE(plan_memory(gptq_model(), state(), r2).fits);
+}
+
+TEST(MemoryPlan, Bf16DenseThatDoesNotFitSuggestsInt8) {
+  PlanRequest tight = req(21.3, 4096);
+  const MemoryPlan q = plan_memory(gptq_model(), state(), tight);
+  ASSERT_FALSE(q.fits);
+  EXPECT_NE(q.refusal.find("--dense int8"), std::string::npos) << q.refusal;
+  EXPECT_EQ(q.refusal.find("--max-model-len"), std::string::npos) << q.refusal;   // no length fits bf16
+}
+
+TEST(MemoryPlan, FewerSequences) {
+  PlanRequest r = req(30, 32768);
+  r.max_num_seqs = 32;   // 32 x 1.3 GB of KV
+  const MemoryPlan p = plan_memory(gptq_model(), state(), r);
+  ASSERT_FALSE(p.fits);
+  const size_t at = p.refusal.find("--max-num-seqs ");
+  ASSERT_NE(at, std::string::npos) << p.refusal;
+  PlanRequest r2 = r;
+  r2.max_num_seqs = std::stoll(p.refusal.substr(at + 15));
+  EXPECT_TRUE(plan_memory(gptq_model(), state(), r2).fits);
+  r2.max_num_seqs += 1;
+  EXPECT_FALSE(plan_memory(gptq_model(), state(), r2).fits);
+}
+
+TEST(MemoryPlan, DenseExpertsGoFileBackedWithAHotBudget) {
+  PlanRequest r = req(24, 4096);
+  const MemoryPlan p = plan_memory(bf16_experts_model(), state(), r);
+  ASSERT_TRUE(p.fits) << p.refusal;
+  ASSERT_TRUE(p.experts_file_backed);
+  const double rest = (3.0 + 0.05 + 1.0) * GB + p.kv + kRuntimeReserve;
+  EXPECT_DOUBLE_EQ(p.experts_hot, 24 * GB - rest);
+  EXPECT_DOUBLE_EQ(p.experts_hot + p.experts_cold, 60 * GB);
+  EXPECT_NE(p.line().find("experts file-backed"), std::string::npos) << p.line();
+  EXPECT_FALSE(p.len_lowered);   // given: kept as given
+  // Resident only: refused, naming the placement that fits and no length (none can help).
+  r.experts = ExpertsPlacement::kResident;
+  const MemoryPlan q = plan_memory(bf16_experts_model(), state(), r);
+  EXPECT_FALSE(q.fits);
+  EXPECT_NE(q.refusal.find("--experts auto"), std::string::npos) << q.refusal;
+  EXPECT_EQ(q.refusal.find("--max-model-len"), std::string::npos) << q.refusal;
+  EXPECT_EQ(q.refusal.find("--dense int8"), std::string::npos) << q.refusal;
+}
+
+TEST(MemoryPlan, GptqExpertsCannotBeFileBacked) {
+  PlanRequest r = req(8, 4096);
+  const MemoryPlan p = plan_memory(gptq_model(), state(), r);
+  EXPECT_FALSE(p.fits);
+  EXPECT_FALSE(p.experts_file_backed);
+  r.experts = ExpertsPlacement::kFileBacked;
+  EXPECT_THROW(plan_memory(gptq_model(), state(), r), Error);
+}
+
+TEST(MemoryPlan, CensusOfAFixtureMatchesItsTensors) {
+  const std::string dir = std::string(QINFER_FIXTURES_DIR) + "/text/qwen35moe-tiny-s1/gptq";
+  const ModelConfig cfg = load_config(dir);
+  auto ck = Checkpoint::open(dir);
+  const WeightCensus w = census_of(*ck, cfg, false, false);
+  EXPECT_TRUE(w.experts_gptq);
+  EXPECT_GT(w.experts, 0);
+  EXPECT_GT(w.dense, 0);
+  EXPECT_LT(w.dense_int8, w.dense);
+  EXPECT_GT(w.embed, 0);
+  EXPECT_EQ(w.expert_count, int64_t{cfg.text.num_hidden_layers} * cfg.text.num_experts);
+  const StateCensus s = state_census(text_state_shape(cfg.text, false), cfg.text.max_position_embeddings,
+                                     cfg.text.hidden_size);
+  EXPECT_DOUBLE_EQ(s.kv_per_token, 2.0 * cfg.text.num_full_layers() * cfg.text.num_key_value_heads *
+                                       cfg.text.head_dim * 4);
+}
+
+}  // namespace
+}  // namespace qinfer::model
