@@ -107,6 +107,7 @@ class Engine {
 
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }
   const ChatTemplate* chat_template() const { return chat_template_.get(); }
+  bool has_vision() const { return model_->has_vision(); }   // GenParams::images can be served
   int64_t max_model_len() const { return max_model_len_; }
   int vocab_size() const { return vocab_; }
   const std::vector<int>& eos_token_ids() const { return eos_ids_; }

@@ -163,6 +163,15 @@ json make_config(const SynthOptions& o) {
             {"image_token_id", 248056}, {"video_token_id", 248057},
             {"vision_start_token_id", 248053}, {"vision_end_token_id", 248054},
             {"qinfer_synthetic", o.label.empty() ? "random weights: output is noise" : o.label}};
+  if (o.vision_depth > 0) {
+    c["vision_config"] = {{"deepstack_visual_indexes", json::array()}, {"depth", o.vision_depth},
+                          {"hidden_act", "gelu_pytorch_tanh"}, {"hidden_size", o.vision_hidden},
+                          {"in_channels", 3}, {"initializer_range", 0.02},
+                          {"intermediate_size", o.vision_intermediate}, {"model_type", "qwen3_5_moe"},
+                          {"num_heads", o.vision_heads}, {"num_position_embeddings", o.vision_pos_embeddings},
+                          {"out_hidden_size", o.hidden}, {"patch_size", 16}, {"spatial_merge_size", 2},
+                          {"temporal_patch_size", 2}};
+  }
   if (o.gptq) {
     c["quantization_config"] = {
         {"bits", 4}, {"group_size", o.group_size}, {"desc_act", false}, {"sym", true}, {"lm_head", false},
@@ -213,7 +222,49 @@ void add_norms(Builder& b, const SynthOptions& o, const std::string& p) {
   b.bf16(p + "post_attention_layernorm.weight", {o.hidden}, 0.15f);
 }
 
+// model.visual.*: patch embedding, position table, pre-LN blocks, merger (names and shapes
+// of the real checkpoint; LayerNorm weights around 1, small biases).
+void add_vision(Builder& b, const SynthOptions& o) {
+  const std::string v = "model.visual.";
+  const int64_t H = o.vision_hidden, I = o.vision_intermediate, M = 4 * H, patch = 3 * 2 * 16 * 16;
+  auto s = [](int64_t in) { return 1.0f / std::sqrt(static_cast<float>(in)); };
+  b.bf16(v + "patch_embed.proj.weight", {H, 3, 2, 16, 16}, s(patch));
+  b.bf16(v + "patch_embed.proj.bias", {H}, 0.02f);
+  b.bf16(v + "pos_embed.weight", {o.vision_pos_embeddings, H}, 0.5f);
+  auto layer_norm = [&](const std::string& p, int64_t n) {
+    b.bf16(p + ".weight", {n}, 0.1f, 1.0f);
+    b.bf16(p + ".bias", {n}, 0.02f);
+  };
+  auto linear = [&](const std::string& p, int64_t out, int64_t in) {
+    b.bf16(p + ".weight", {out, in}, s(in));
+    b.bf16(p + ".bias", {out}, 0.02f);
+  };
+  for (int i = 0; i < o.vision_depth; ++i) {
+    const std::string p = cat(v, "blocks.", i, ".");
+    layer_norm(p + "norm1", H);
+    linear(p + "attn.qkv", 3 * H, H);
+    linear(p + "attn.proj", H, H);
+    layer_norm(p + "norm2", H);
+    linear(p + "mlp.linear_fc1", I, H);
+    linear(p + "mlp.linear_fc2", H, I);
+  }
+  layer_norm(v + "merger.norm", H);
+  linear(v + "merger.linear_fc1", M, M);
+  linear(v + "merger.linear_fc2", o.hidden, M);
+}
+
 }  // namespace
+
+void enable_synth_vision(SynthOptions& o, bool demo) {
+  SynthOptions real;
+  o.vision_depth = demo ? 2 : 27;
+  o.vision_hidden = demo ? 64 : real.vision_hidden;
+  o.vision_intermediate = demo ? 128 : real.vision_intermediate;
+  o.vision_heads = demo ? 4 : real.vision_heads;
+  o.vision_pos_embeddings = demo ? 64 : real.vision_pos_embeddings;
+  o.vision_min_pixels = demo ? 64 * 64 : real.vision_min_pixels;
+  o.vision_max_pixels = demo ? 512 * 512 : real.vision_max_pixels;
+}
 
 SynthOptions demo_synth_options() {
   SynthOptions o;
@@ -282,6 +333,14 @@ int64_t write_synthetic_checkpoint(const std::string& out_dir, const SynthOption
     add_attention(b, o, "mtp.layers.0.");
     add_moe(b, o, "mtp.layers.0.", false);
     b.bf16("mtp.norm.weight", {H}, 0.15f);
+  }
+  if (o.vision_depth > 0) {
+    add_vision(b, o);
+    json pre = {{"size", {{"longest_edge", o.vision_max_pixels}, {"shortest_edge", o.vision_min_pixels}}},
+                {"patch_size", 16}, {"temporal_patch_size", 2}, {"merge_size", 2},
+                {"image_mean", {0.5, 0.5, 0.5}}, {"image_std", {0.5, 0.5, 0.5}},
+                {"processor_class", "Qwen3VLProcessor"}, {"image_processor_type", "Qwen2VLImageProcessorFast"}};
+    std::ofstream((fs::path(out_dir) / "preprocessor_config.json").string()) << pre.dump(1) << "\n";
   }
   std::ofstream((fs::path(out_dir) / "config.json").string()) << make_config(o).dump(2) << "\n";
   if (o.gptq) {

@@ -25,12 +25,20 @@ struct SynthOptions {
   uint64_t seed = 1;
   int64_t max_position_embeddings = 262144;
   int64_t shard_bytes = 4LL << 30;  // split into shards of about this size
+  // vision_depth > 0: also the vision tower model.visual.* (BF16, random) with vision_config
+  // and a preprocessor_config.json (min/max_pixels below). Real Qwen3.6 dimensions by default.
+  int vision_depth = 0;
+  int vision_hidden = 1152, vision_intermediate = 4304, vision_heads = 16, vision_pos_embeddings = 2304;
+  int64_t vision_min_pixels = 65536, vision_max_pixels = 16777216;
   std::string tokenizer_dir;    // if set, copy tokenizer.json/tokenizer_config.json/chat_template.jinja
   std::string label;            // written into config.json as "qinfer_synthetic"
 };
 
 // The small demo configuration (real vocabulary, tiny layers).
 SynthOptions demo_synth_options();
+// Turns on the vision tower: the real dimensions, or with `demo` a tiny one (2 blocks,
+// width 64) with small images (64x64 .. 512x512 pixels: 4 .. 256 image tokens).
+void enable_synth_vision(SynthOptions& o, bool demo);
 
 // Writes the folder (created if needed); progress on stderr. Returns total bytes written.
 int64_t write_synthetic_checkpoint(const std::string& out_dir, const SynthOptions& opt);

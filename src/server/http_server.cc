@@ -16,6 +16,7 @@
 #include "server/chat_prompt.h"
 #include "server/cors.h"
 #include "server/generation_job.h"
+#include "server/image_input.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
@@ -29,6 +30,7 @@
 #include "util/error.h"
 #include "util/json_parse.h"
 #include "util/log.h"
+#include "vision/vision_config.h"
 
 namespace qinfer::server {
 
@@ -135,6 +137,7 @@ struct HttpServer::Impl {
   // miss a listen loop that had not begun yet, which would then run forever.
   std::atomic<bool> serve_entered{false}, serve_returned{false};
   std::atomic<int> inflight{0};       // generation requests whose response is not finished
+  vision::ProcessorConfig processor;  // the folder's preprocessor_config.json (image requests)
 
   explicit Impl(const ServeOptions& o) : opts(o) {
     limits.model_names = o.served_model_names;
@@ -171,11 +174,22 @@ struct HttpServer::Impl {
       if (auto id = e.tokenizer()->token_id("</think>")) think_end_id = *id;
     }
     metrics.configure(model, e.max_model_len());
+    if (e.has_vision()) processor = vision::load_processor_config(opts.model_dir);
     eng_ptr = &e;
     phase = kReady;
   }
 
   engine::Engine& E() const { return *eng_ptr.load(); }
+  // The folder's processor settings under the request's mm_processor_kwargs (400 naming them).
+  vision::ProcessorConfig request_processor(const ChatRequest& r) const {
+    if (r.mm_processor_kwargs.is_null()) return processor;
+    try {
+      return vision::apply_processor_overrides(processor, nlohmann::json::parse(r.mm_processor_kwargs.dump()),
+                                               "mm_processor_kwargs");
+    } catch (const Error& e) {
+      bad_request("mm_processor_kwargs", e.what());
+    }
+  }
   const ChatTemplate* chat_template() const { return tmpl_override ? tmpl_override.get() : E().chat_template(); }
 
   void routes();
@@ -245,7 +259,8 @@ struct HttpServer::Impl {
 
   // Queues n samples of one prompt (seed + i for the i-th); if the engine refuses one,
   // everything queued for this HTTP request so far is cancelled before the error goes on.
-  void submit_choices(const std::vector<int>& ids, const engine::GenParams& gen, int n,
+  // `prompt_len`: the prompt's length as the engine runs it (image placeholders expanded).
+  void submit_choices(const std::vector<int>& ids, int64_t prompt_len, const engine::GenParams& gen, int n,
                       std::vector<JobChoice>& out, const std::shared_ptr<RequestRecord>& rec) {
     try {
       for (int i = 0; i < n; ++i) {
@@ -253,7 +268,7 @@ struct HttpServer::Impl {
         if (g.seed && i > 0) g.seed = *g.seed + static_cast<uint64_t>(i);
         JobChoice c;
         c.stream = E().submit(ids, g);
-        c.prompt_tokens = i == 0 ? static_cast<int64_t>(ids.size()) : 0;
+        c.prompt_tokens = i == 0 ? prompt_len : 0;
         if (gen.prompt_logprobs >= 0) c.prompt_ids = ids;
         if (rec) rec->prompt_tokens += c.prompt_tokens;
         out.push_back(std::move(c));
@@ -493,8 +508,14 @@ void HttpServer::Impl::chat(const httplib::Request& req, httplib::Response& res)
   if (r.image_count > 0 && opts.language_model_only) {
     throw ApiError(400, "image input is disabled on this server (--language-model-only)", "messages");
   }
-  if (r.image_count > 0) {
-    throw ApiError(400, "image input is not supported by this server yet (no vision encoder)", "messages");
+  if (r.image_count > 0 && !E().has_vision()) {
+    throw ApiError(400, cat("image input: model '", model, "' has no vision tower loaded (the checkpoint has no "
+                            "model.visual.* weights, or the server runs with --limit-mm-per-prompt "
+                            "'{\"image\": 0}'); send text only"), "messages");
+  }
+  if (r.image_count > 0 && r.gen.prompt_logprobs >= 0) {
+    throw ApiError(400, "prompt_logprobs: not supported together with image input by this server",
+                   "prompt_logprobs");
   }
   bool tools_on = r.tools.is_array() && r.tool_choice != ToolChoice::kNone;
   if (r.tool_choice == ToolChoice::kAuto && (!opts.enable_auto_tool_choice || opts.tool_call_parser.empty())) {
@@ -518,7 +539,14 @@ void HttpServer::Impl::chat(const httplib::Request& req, httplib::Response& res)
     prompt += forced;
   }
   std::vector<int> ids = tok->encode(prompt, true);
-  E().check_context(static_cast<int64_t>(ids.size()), r.gen.max_tokens);
+  // Images: fetched, decoded and preprocessed here (each failure a 400 naming its part); the
+  // engine expands each <|image_pad|> to the image's token count, which usage counts too.
+  int64_t prompt_len = static_cast<int64_t>(ids.size());
+  if (r.image_count > 0) {
+    r.gen.images = load_request_images(r.images, request_processor(r), opts.media);
+    for (const auto& im : *r.gen.images) prompt_len += im.merged_tokens(processor.merge_size) - 1;
+  }
+  E().check_context(prompt_len, r.gen.max_tokens);
   // Structured outputs: the forced tool call's remainder, or response_format / guided_*;
   // with thinking on (and a reasoning parser) the constraint starts after </think>.
   std::optional<grammar::Spec> spec = r.structured;
@@ -553,7 +581,7 @@ void HttpServer::Impl::chat(const httplib::Request& req, httplib::Response& res)
   jc.max_tokens = r.gen.max_tokens;
 
   std::vector<JobChoice> choices;
-  submit_choices(ids, r.gen, r.n, choices, jc.record);
+  submit_choices(ids, prompt_len, r.gen, r.n, choices, jc.record);
   for (auto& c : choices) {
     c.chat = std::make_unique<ChatOutput>(oc);
     c.prefix = forced;
@@ -593,7 +621,7 @@ void HttpServer::Impl::completions(const httplib::Request& req, httplib::Respons
   std::vector<JobChoice> choices;
   for (size_t p = 0; p < prompts.size(); ++p) {
     size_t first = choices.size();
-    submit_choices(prompts[p], r.gen, r.n, choices, jc.record);
+    submit_choices(prompts[p], static_cast<int64_t>(prompts[p].size()), r.gen, r.n, choices, jc.record);
     for (size_t i = first; i < choices.size() && r.echo; ++i) choices[i].echo = echoes[p];
   }
   respond(std::make_shared<GenerationJob>(std::move(jc), std::move(choices), &metrics), r.stream, res, busy);

@@ -108,7 +108,7 @@ const char* const kCommonFields[] = {
 const char* const kChatFields[] = {
     "messages", "max_completion_tokens", "logprobs", "top_logprobs", "chat_template_kwargs", "reasoning_effort",
     "include_reasoning", "add_generation_prompt", "continue_final_message", "tools",
-    "tool_choice", "parallel_tool_calls", "prompt_logprobs"};
+    "tool_choice", "parallel_tool_calls", "prompt_logprobs", "mm_processor_kwargs"};
 const char* const kCompletionFields[] = {"prompt", "suffix", "echo", "logprobs", "return_token_ids", "prompt_logprobs"};
 
 std::string check_model(const json& body, const RequestLimits& limits) {
@@ -218,14 +218,29 @@ int64_t parse_max_tokens(const json& b, const char* first, const char* second, c
   return v.value_or(-1);
 }
 
-// Validates one message's content; counts images.
-void check_content(const json& c, const std::string& field, bool allow_null, int& images) {
-  if (c.is_string()) return;
+// The URL of an image part: `key` is an object {"url": ...} or (OpenAI's input_image, vLLM's
+// shorthand) the URL string itself.
+std::string image_part_url(const json& p, const std::string& pf, const char* key) {
+  const std::string f = cat(pf, ".", key);
+  if (!p.contains(key) || p[key].is_null()) bad_request(f, cat(f, ": is required for a '", p["type"].get<std::string>(), "' part"));
+  const json& v = p[key];
+  if (v.is_string()) return v.get<std::string>();
+  if (!v.is_object()) wrong_type(f, "an object {\"url\": ...} or a URL string", v);
+  if (!v.contains("url") || !v["url"].is_string()) bad_request(f + ".url", cat(f, ".url: must be a string"));
+  return v["url"].get<std::string>();
+}
+
+// Validates one message's content and returns it as the chat template sees it: each image
+// part becomes {"type": "image"} (the template writes one <|image_pad|> for it) and its URL
+// is added to `images`.
+json check_content(const json& c, const std::string& field, bool allow_null, std::vector<ImageRef>& images) {
+  if (c.is_string()) return c;
   if (c.is_null()) {
     if (!allow_null) bad_request(field, cat(field, ": is required"));
-    return;
+    return c;
   }
   if (!c.is_array()) wrong_type(field, "a string or an array of content parts", c);
+  json out = json::array();
   for (size_t i = 0; i < c.size(); ++i) {
     std::string pf = cat(field, "[", i, "]");
     const json& p = c[i];
@@ -234,15 +249,27 @@ void check_content(const json& c, const std::string& field, bool allow_null, int
     if (!type) bad_request(pf + ".type", cat(pf, ".type: is required"));
     if (*type == "text") {
       if (!p.contains("text") || !p["text"].is_string()) bad_request(pf + ".text", cat(pf, ".text: must be a string"));
-    } else if (*type == "image_url" || *type == "image" || *type == "input_image") {
-      ++images;
+      out.push_back(p);
+    } else if (*type == "image_url" || *type == "input_image" || *type == "image") {
+      const char* key = *type == "image" && !p.contains("image_url") ? "image" : "image_url";
+      if (*type == "input_image" && p.contains("file_id") && !p.contains("image_url")) {
+        bad_request(pf + ".file_id", cat(pf, ".file_id: uploaded files are not supported; send image_url "
+                                             "(a data: or http(s) URL)"));
+      }
+      images.push_back({cat(pf, ".", key), image_part_url(p, pf, key)});
+      out.push_back({{"type", "image"}});
+    } else if (*type == "video_url" || *type == "video" || *type == "input_video") {
+      bad_request(pf + ".type", cat(pf, ".type: video input ('", *type, "') is not supported: this server has no "
+                                    "video processor (frame sampling and the video_pad expansion are missing); "
+                                    "send the frames as image_url parts"));
     } else {
       bad_request(pf + ".type", cat(pf, ".type: unsupported content part type '", *type, "'"));
     }
   }
+  return out;
 }
 
-json normalise_messages(const json& msgs, int& images) {
+json normalise_messages(const json& msgs, std::vector<ImageRef>& images) {
   if (!msgs.is_array()) wrong_type("messages", "an array", msgs);
   if (msgs.empty()) bad_request("messages", "messages: must contain at least one message");
   json out = json::array();
@@ -258,7 +285,8 @@ json normalise_messages(const json& msgs, int& images) {
       bad_request(f + ".role", cat(f, ".role: unknown role '", role, "'"));
     }
     json content = m.contains("content") ? m["content"] : json(nullptr);
-    check_content(content, f + ".content", role == "assistant", images);
+    json checked = check_content(content, f + ".content", role == "assistant", images);
+    if (m.contains("content")) nm["content"] = std::move(checked);
     if (role == "assistant") {
       if (m.contains("reasoning") && !m["reasoning"].is_null() && !m.contains("reasoning_content")) {
         nm["reasoning_content"] = m["reasoning"];
@@ -409,7 +437,8 @@ ChatRequest parse_chat_request(const json& b, const RequestLimits& limits) {
   ChatRequest r;
   r.model = check_model(b, limits);
   if (!b.contains("messages")) bad_request("messages", "messages: is required");
-  r.messages = normalise_messages(b["messages"], r.image_count);
+  r.messages = normalise_messages(b["messages"], r.images);
+  r.image_count = static_cast<int>(r.images.size());
   if (r.image_count > limits.max_images_per_prompt) {
     bad_request("messages", cat("messages: at most ", limits.max_images_per_prompt,
                                 " image(s) may be provided in one prompt; this request has ", r.image_count));
@@ -452,6 +481,10 @@ ChatRequest parse_chat_request(const json& b, const RequestLimits& limits) {
   }
   if (r.continue_final_message && r.messages.back()["role"] != "assistant") {
     bad_request("continue_final_message", "continue_final_message: the last message must be an assistant message");
+  }
+  if (present(b, "mm_processor_kwargs")) {
+    if (!b["mm_processor_kwargs"].is_object()) wrong_type("mm_processor_kwargs", "an object", b["mm_processor_kwargs"]);
+    r.mm_processor_kwargs = b["mm_processor_kwargs"];
   }
   r.structured = parse_structured_output(b);
   return r;

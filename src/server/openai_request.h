@@ -11,6 +11,7 @@
 
 #include "engine/gen_params.h"
 #include "grammar/compiler.h"
+#include "server/image_input.h"
 
 namespace qinfer::server {
 
@@ -58,6 +59,8 @@ struct ChatRequest {
   bool include_reasoning = true;
   bool add_generation_prompt = true, continue_final_message = false;
   int image_count = 0;
+  std::vector<ImageRef> images;            // the image parts' URLs, in prompt order
+  nlohmann::ordered_json mm_processor_kwargs;  // null or an object (min_pixels / max_pixels)
   std::optional<grammar::Spec> structured;  // response_format / structured_outputs / guided_*
 };
 

@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <filesystem>
 
 #include <nlohmann/json.hpp>
 
@@ -95,6 +96,7 @@ std::string serve_usage() {
          "        QINFER_ALLOW_LONG_MAX_MODEL_LEN=1, which serves the model's context instead)\n"
          "       [--reasoning-parser qwen3] [--enable-auto-tool-choice] [--tool-call-parser qwen3_coder]\n"
          "       [--limit-mm-per-prompt '{\"image\": N}'] [--threads N] [--dense bf16|int8]\n"
+         "       [--allowed-local-media-path DIR (image_url file:// URLs inside DIR)]\n"
          "       [--memory-budget-gb G] [--experts auto|resident|mapped]\n"
          "       [--speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": K}'] (K 1..4;\n"
          "        optional \"disable_by_batch_size\": N)\n"
@@ -123,7 +125,7 @@ ServeOptions parse_serve_options(int argc, char** argv) {
       {"allowed-headers", true}, {"allow-credentials", false}, {"max-waiting-requests", true},
       {"request-timeout", true}, {"drain-timeout", true}, {"disable-uvicorn-access-log", false},
       {"disable-access-log", false}, {"max-connections", true}, {"read-timeout", true},
-      {"speculative-config", true}};
+      {"speculative-config", true}, {"allowed-local-media-path", true}};
   for (auto& f : engine::prefix_cache_option_specs()) specs.push_back(f);
   for (const char* f : kIgnoredWithValue) specs.push_back({f, true});
   for (const char* f : kIgnoredFlags) specs.push_back({f, false});
@@ -212,6 +214,22 @@ ServeOptions parse_serve_options(int argc, char** argv) {
       }
       if (it.key() == "image") o.max_images_per_prompt = it.value().get<int>();
     }
+  }
+  if (a.has("allowed-local-media-path")) {
+    o.media.allowed_local_media_path = a.get("allowed-local-media-path");
+    std::error_code ec;
+    if (!std::filesystem::is_directory(o.media.allowed_local_media_path, ec)) {
+      fail("option --allowed-local-media-path: '", o.media.allowed_local_media_path, "' is not a directory");
+    }
+  }
+  for (const char* env : {"QINFER_IMAGE_FETCH_TIMEOUT", "VLLM_IMAGE_FETCH_TIMEOUT"}) {
+    const char* v = std::getenv(env);
+    if (!v || !*v) continue;
+    char* end = nullptr;
+    double t = std::strtod(v, &end);
+    if (*end != '\0' || !(t > 0 && t <= 3600)) fail("$", env, ": must be a number of seconds in (0, 3600], got '", v, "'");
+    o.media.fetch_timeout_s = t;
+    break;
   }
   engine::EngineOptions eo;
   engine::prefix_cache_options_from_args(a, eo);

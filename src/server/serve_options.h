@@ -31,6 +31,9 @@ struct ServeOptions {
   std::string tool_call_parser;              // "" or "qwen3_coder"
   bool enable_auto_tool_choice = false;
   int max_images_per_prompt = 1;             // --limit-mm-per-prompt {"image": N}
+  // Image fetching: --allowed-local-media-path DIR (file:// URLs inside DIR), the http(s)
+  // fetch timeout ($VLLM_IMAGE_FETCH_TIMEOUT or $QINFER_IMAGE_FETCH_TIMEOUT, seconds) and byte limit.
+  MediaOptions media;
   bool enable_prefix_caching = true;         // --[no-]enable-prefix-caching
   double prefix_cache_gb = -1;               // --prefix-cache-gb (< 0: from MemAvailable)
   int threads = 0;

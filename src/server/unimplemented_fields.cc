@@ -31,9 +31,11 @@ const Field kBoth[] = {
     {"vllm_xargs", "vllm_xargs is not implemented"},
     {"return_tokens_as_token_ids", "return_tokens_as_token_ids is not implemented"},
     {"priority", "request priorities are not implemented (the queue is first come, first served)"},
-    {"mm_processor_kwargs", "mm_processor_kwargs is not implemented"},
     {"prediction", "predicted outputs are not implemented"},
     {"audio", "audio output is not implemented"},
+};
+const Field kCompletion[] = {
+    {"mm_processor_kwargs", "mm_processor_kwargs is only used with images, which completions do not take"},
 };
 const Field kChat[] = {
     {"chat_template", "a per-request chat template is not accepted; start the server with --chat-template"},
@@ -56,6 +58,8 @@ void reject_unimplemented_fields(const ojson& body, bool chat) {
   for (const auto& f : kBoth) check(body, f);
   if (chat) {
     for (const auto& f : kChat) check(body, f);
+  } else {
+    for (const auto& f : kCompletion) check(body, f);
   }
   // spaces_between_special_tokens defaults to true; false would change the text.
   if (body.contains("spaces_between_special_tokens") && body["spaces_between_special_tokens"] == false) {

@@ -36,12 +36,7 @@ class ServerTest : public ::testing::Test {
   static void start() {
     auto runner = std::make_unique<testing::ScriptedRunner>(kVocab, kImEnd, 2048);
     runner_ = runner.get();
-    auto tok = std::make_unique<Tokenizer>(Tokenizer::load(kTokDir));
-    tok_ = tok.get();
-    auto tmpl = std::make_unique<ChatTemplate>(ChatTemplate::load(kTokDir));
-    engine::EngineOptions eo;
-    eo.max_num_seqs = 4;
-    engine_ = new engine::Engine(std::move(runner), std::move(tok), std::move(tmpl), eo);
+    engine_ = testing::make_engine(std::move(runner), kTokDir, 4, &tok_).release();
     ServeOptions so;
     so.model_dir = kTokDir;
     so.host = "127.0.0.1";

@@ -8,7 +8,10 @@
 #include <thread>
 #include <vector>
 
+#include "engine/engine.h"
 #include "engine/model_runner.h"
+#include "jinja/chat_template.h"
+#include "tokenizer/tokenizer.h"
 
 namespace qinfer::server::testing {
 
@@ -67,5 +70,17 @@ class ScriptedRunner : public engine::ModelRunner {
   int vocab_, eos_;
   int64_t max_ctx_;
 };
+
+// An engine over `runner` with the tokenizer and chat template of `tok_dir`; `tok` (if
+// given) is set to its tokenizer.
+inline std::unique_ptr<engine::Engine> make_engine(std::unique_ptr<engine::ModelRunner> runner, const std::string& tok_dir,
+                                                   int max_num_seqs, Tokenizer** tok = nullptr) {
+  auto t = std::make_unique<Tokenizer>(Tokenizer::load(tok_dir));
+  if (tok) *tok = t.get();
+  engine::EngineOptions eo;
+  eo.max_num_seqs = max_num_seqs;
+  return std::make_unique<engine::Engine>(std::move(runner), std::move(t),
+                                          std::make_unique<ChatTemplate>(ChatTemplate::load(tok_dir)), eo);
+}
 
 }  // namespace qinfer::server::testing

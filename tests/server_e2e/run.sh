@@ -280,8 +280,47 @@ spec_suite() {  # MODEL_DIR: MTP speculative decoding (--speculative-config) on 
   run_suite "$1" ids --speculative-config "$spec"
 }
 
+mm_suite() {  # images: the demo model with a random vision tower (qinfer synth --demo --vision)
+  # The model card's example with Python requests, then the openai client (mm.test.mjs): greedy
+  # answers and usage equal to `qinfer generate --image` on the same prompt, streaming, file://,
+  # http:// from 127.0.0.1, two images, one too many, bad images.
+  local dir="$TMP/demo-vision" media="$TMP/media" img="$FIXTURES/multimodal/mm-s1/images/img_b_100x70.png" n card_n code
+  "$QINFER" synth --demo --vision --tokenizer "$DEMO_TOKENIZER" --out "$dir" 2>"$TMP/synth.err" \
+    || { cat "$TMP/synth.err" >&2; exit 1; }
+  mkdir -p "$media" && cp "$img" "$media/"
+  "$QINFER" generate --model "$dir" --prompt "Describe this image." --chat --no-think --image "$img" \
+    --max-tokens 12 --temperature 0 >"$TMP/greedy.txt" 2>"$TMP/greedy.err" || { cat "$TMP/greedy.err" >&2; exit 1; }
+  n="$(sed -n 's/.* \([0-9][0-9]*\) prompt tokens, .*/\1/p' "$TMP/greedy.err")"
+  [ -n "$n" ] || { cat "$TMP/greedy.err" >&2; echo "no prompt token count from qinfer generate" >&2; exit 1; }
+  # The model card's request leaves thinking on: its prompt is the one `generate --chat` renders.
+  "$QINFER" generate --model "$dir" --prompt "Describe this image." --chat --image "$img" --max-tokens 1 \
+    >/dev/null 2>"$TMP/card_gen.err" || { cat "$TMP/card_gen.err" >&2; exit 1; }
+  card_n="$(sed -n 's/.* \([0-9][0-9]*\) prompt tokens, .*/\1/p' "$TMP/card_gen.err")"
+  start_server "$dir" e2e --limit-mm-per-prompt '{"image": 2}' --allowed-local-media-path "$media"
+  python3 "$HERE/model_card_example.py" "$BASE" sk-e2e "$img" e2e >"$TMP/card.json"
+  python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["usage"]["prompt_tokens"] != int(sys.argv[2]))' \
+    "$TMP/card.json" "$card_n" \
+    || { echo "model card example: usage.prompt_tokens is not $card_n: $(head -c 400 "$TMP/card.json")" >&2; exit 1; }
+  (cd "$HERE" && QINFER_BASE_URL="$BASE/v1" QINFER_MODEL_NAME=e2e QINFER_API_KEY=sk-e2e QINFER_IMAGE="$img" \
+    QINFER_MEDIA_DIR="$media" QINFER_GREEDY_FILE="$TMP/greedy.txt" QINFER_GREEDY_PROMPT_TOKENS="$n" \
+    timeout 300 node --test --test-concurrency=1 --test-reporter=spec mm.test.mjs)
+  if [ -x "${QINFER_CHROMIUM:-/usr/bin/chromium}" ]; then  # the chat page's image button
+    (cd "$HERE" && QINFER_BASE="$BASE" QINFER_API_KEY=sk-e2e QINFER_IMAGE="$img" QINFER_IMAGE_PROMPT_TOKENS="$card_n" \
+      QINFER_SCREENSHOT="$TMP/webui-mm.png" timeout 300 node --test --test-reporter=spec webui.test.mjs)
+  else
+    echo "server e2e: SKIPPED chat page image test: ${QINFER_CHROMIUM:-/usr/bin/chromium} is missing" >&2
+  fi
+  stop_server
+  start_server "$dir" e2e --language-model-only
+  code="$(curl -s -o "$TMP/err.json" -w '%{http_code}' -H "Authorization: Bearer sk-e2e" -H 'Content-Type: application/json' \
+    "$BASE/v1/chat/completions" -d '{"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": "data:image/png;base64,AAAA"}]}]}')"
+  [ "$code" = 400 ] && grep -q 'language-model-only' "$TMP/err.json" || { echo "--language-model-only: HTTP $code" >&2; exit 1; }
+  stop_server
+  echo "image checks passed"
+}
+
 TINY="$FIXTURES/text/qwen35moe-tiny-s1/bf16"
-SUITES=" ${QINFER_E2E_SUITES:-ids spec tls ops deploy chat} "  # a subset while iterating, e.g. "ops deploy"
+SUITES=" ${QINFER_E2E_SUITES:-ids spec tls ops deploy chat mm} "  # a subset while iterating, e.g. "ops deploy"
 suite_on() { case "$SUITES" in *" $1 "*) return 0 ;; *) echo "server e2e: $1 suite not selected" >&2; return 1 ;; esac; }
 timed() {  # NAME CMD...: runs it and prints its wall time
   local t0=$SECONDS; "${@:2}"; echo "server e2e: $1 suite took $((SECONDS - t0)) s" >&2
@@ -298,4 +337,5 @@ if [ -z "$DEMO" ] && { suite_on ops || suite_on chat; } 2>/dev/null; then
 fi
 if suite_on ops; then timed ops ops_suite "$DEMO"; fi
 if suite_on chat; then timed chat run_suite "$DEMO" chat; fi
+if suite_on mm; then timed mm mm_suite; fi
 echo "server e2e: all passed"
