@@ -17,7 +17,7 @@
 
 #include "ops/bandwidth.h"
 #include "ops/cpu_features.h"
-#include "ops/kernels.h"
+#include "ops/matmul.h"
 #include "util/thread_pool.h"
 
 namespace {

@@ -19,7 +19,7 @@
 #include "model/model.h"
 #include "model/profile.h"
 #include "ops/bandwidth.h"
-#include "ops/kernels.h"
+#include "ops/matmul.h"
 #include "util/args.h"
 #include "util/error.h"
 #include "util/log.h"

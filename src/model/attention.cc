@@ -9,7 +9,7 @@
 #include "model/layers.h"
 #include "model/profile.h"
 #include "ops/attention_kernels.h"
-#include "ops/nn.h"
+#include "ops/norms_activations_rope.h"
 #include "util/thread_pool.h"
 
 namespace qinfer::model {

@@ -10,7 +10,7 @@
 #include "model/profile.h"
 #include "ops/conv_silu.h"
 #include "ops/delta_rule.h"
-#include "ops/nn.h"
+#include "ops/norms_activations_rope.h"
 #include "util/thread_pool.h"
 
 namespace qinfer::model {

@@ -1,6 +1,6 @@
 // A weight product y = x · Wᵀ as the model uses it: a dense matrix borrowed from
 // the mapped checkpoint (BF16/F16/F32, or an int8 re-encoding) or a repacked
-// GPTQ int4 matrix. All products go through ops/kernels.h.
+// GPTQ int4 matrix. All products go through ops/matmul.h.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -10,7 +10,7 @@
 #include "io/checkpoint.h"
 #include "io/config.h"
 #include "io/gptq.h"
-#include "ops/kernels.h"
+#include "ops/matmul.h"
 
 namespace qinfer::model {
 

@@ -9,7 +9,7 @@
 #include "model/layers.h"
 #include "model/profile.h"
 #include "model/weights.h"
-#include "ops/nn.h"
+#include "ops/norms_activations_rope.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "util/thread_pool.h"

@@ -10,7 +10,7 @@
 #include "model/layers.h"
 #include "model/weights.h"
 #include "model/profile.h"
-#include "ops/nn.h"
+#include "ops/norms_activations_rope.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
 

@@ -6,7 +6,7 @@
 #include <mutex>
 
 #include "io/dtype.h"
-#include "ops/nn.h"
+#include "ops/norms_activations_rope.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "util/thread_pool.h"

@@ -1,7 +1,7 @@
 // conv_silu: argument checks, dispatch, and its scalar twin.
 #include "ops/conv_silu.h"
 
-#include "ops/nn.h"
+#include "ops/norms_activations_rope.h"
 #include "ops/seq_kernel_table.h"
 #include "util/error.h"
 

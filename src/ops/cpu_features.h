@@ -9,7 +9,7 @@ struct CpuFeatures {
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
   bool avx512vnni = false, avx512bf16 = false;
 
-  // Everything kernels_avx2.cc / kernels_avx512.cc are compiled for.
+  // Everything matmul_avx2.cc / matmul_avx512.cc are compiled for.
   bool has_avx2_path() const { return avx2 && fma && f16c; }
   bool has_avx512_path() const {
     return has_avx2_path() && avx512f && avx512bw && avx512vl && avx512dq && avx512vnni && avx512bf16;

@@ -14,7 +14,7 @@
 #include <sys/mman.h>
 
 #include "ops/cpu_features.h"
-#include "ops/kernel_table.h"
+#include "ops/matmul_table.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "util/thread_pool.h"

@@ -1,10 +1,10 @@
 // Lays out the quantized activations of a GPTQ product for the integer kernels
-// (see Q4Input in kernel_table.h): gather into packed column order, then the
+// (see Q4Input in matmul_table.h): gather into packed column order, then the
 // path's q4_quantize per row (every path's quantizer gives the same integers).
 #include <algorithm>
 #include <cmath>
 
-#include "ops/kernel_table.h"
+#include "ops/matmul_table.h"
 
 namespace qinfer::ops::detail {
 

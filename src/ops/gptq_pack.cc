@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "ops/kernel_table.h"
+#include "ops/matmul_table.h"
 #include "util/error.h"
 
 namespace qinfer::ops {

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <vector>
 
-#include "ops/kernels.h"
+#include "ops/matmul.h"
 #include "util/thread_pool.h"
 
 namespace qinfer::ops {

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "ops/cpu_features.h"
-#include "ops/kernels.h"
+#include "ops/matmul.h"
 #include "ops/seq_kernel_table.h"
 #include "util/error.h"
 

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "ops/kernels.h"
+#include "ops/matmul.h"
 #include "util/thread_pool.h"
 
 namespace qinfer::quant {

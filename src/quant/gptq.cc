@@ -4,7 +4,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "ops/kernels.h"
+#include "ops/matmul.h"
 #include "ops/linalg.h"
 #include "util/error.h"
 #include "util/thread_pool.h"

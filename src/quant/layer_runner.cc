@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "model/model.h"
-#include "ops/nn.h"
+#include "ops/norms_activations_rope.h"
 #include "util/error.h"
 
 namespace qinfer::quant {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "io/safetensors.h"
-#include "ops/kernels.h"
+#include "ops/matmul.h"
 #include "vision/preprocess.h"
 #include "vision/vision_config.h"
 

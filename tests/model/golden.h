@@ -12,7 +12,7 @@
 #include "io/safetensors.h"
 #include "model/model.h"
 #include "ops/cpu_features.h"
-#include "ops/kernels.h"
+#include "ops/matmul.h"
 
 namespace qinfer::test {
 

@@ -7,7 +7,7 @@
 #include <chrono>
 
 #include "kernels_test_util.h"
-#include "ops/kernel_table.h"
+#include "ops/matmul_table.h"
 #include "util/error.h"
 
 namespace qinfer::ops {

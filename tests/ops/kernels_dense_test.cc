@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels_test_util.h"
-#include "ops/kernel_table.h"
+#include "ops/matmul_table.h"
 #include "util/error.h"
 
 namespace qinfer::ops {

@@ -6,7 +6,7 @@
 
 #include "kernels_test_util.h"
 #include "ops/cpu_features.h"
-#include "ops/kernel_table.h"
+#include "ops/matmul_table.h"
 #include "util/error.h"
 
 namespace qinfer::ops {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "ops/cpu_features.h"
-#include "ops/kernels.h"
+#include "ops/matmul.h"
 
 namespace qinfer::ops::testing {
 

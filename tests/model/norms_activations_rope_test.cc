@@ -1,11 +1,11 @@
-// The fp32 helper ops of src/ops/nn.h against direct double-precision formulas.
+// The fp32 helper ops of src/ops/norms_activations_rope.h against direct double-precision formulas.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 #include <vector>
 
-#include "ops/nn.h"
+#include "ops/norms_activations_rope.h"
 
 namespace qinfer::ops {
 namespace {

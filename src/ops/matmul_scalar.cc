@@ -9,7 +9,7 @@
 #include <cstring>
 #include <vector>
 
-#include "ops/kernel_table.h"
+#include "ops/matmul_table.h"
 
 namespace qinfer::ops::detail {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "ops/kernels.h"
+#include "ops/matmul.h"
 
 namespace qinfer::ops::detail {
 
@@ -53,7 +53,7 @@ struct KernelTable {
   void (*bf16_matvec_rows)(int mode, const DenseMatrix& W, const float* x, float* y, int64_t r0, int64_t r1);
 };
 
-// bf16_matvec_rows modes (the same numbers as kernels_simd.h's DecodeMode).
+// bf16_matvec_rows modes (the same numbers as dense_matvec_simd.h's DecodeMode).
 constexpr int kBf16MatvecSeqNta = 0, kBf16MatvecSeqT0 = 1, kBf16MatvecSeqNone = 2, kBf16MatvecTiled = 3;
 
 constexpr int64_t kBf16DotPad = 32;

@@ -1,4 +1,4 @@
-#include "ops/nn.h"
+#include "ops/norms_activations_rope.h"
 
 #include <algorithm>
 

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "ops/kernel_table.h"
+#include "ops/matmul_table.h"
 
 namespace qinfer::ops::detail {
 namespace {
@@ -48,7 +48,7 @@ struct V {
   static T load_u8(const uint8_t* p) {
     return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
   }
-  // GPTQ integer path (see kernels_simd.h): 16 int32 lanes = the 16 rows of a tile.
+  // GPTQ integer path (see gptq_dot_simd.h): 16 int32 lanes = the 16 rows of a tile.
   static I izero() { return _mm512_setzero_si512(); }
   static I load_i(const uint8_t* p) { return _mm512_loadu_si512(p); }
   static I nib_lo(I v) { return _mm512_and_si512(v, _mm512_set1_epi8(15)); }
@@ -103,7 +103,7 @@ struct V {
   static T fnmadd(T a, T b, T c) { return _mm512_fnmadd_ps(a, b, c); }  // c - a*b
 };
 
-#include "ops/kernels_simd.h"
+#include "ops/matmul_simd.h"
 
 // ---- GPTQ activation quantizer: the scalar reference's steps, 32 values at once ----
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "ops/kernel_table.h"
+#include "ops/matmul_table.h"
 
 namespace qinfer::ops::detail {
 namespace {
@@ -48,7 +48,7 @@ struct V {
   static T load_u8(const uint8_t* p) {
     return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
   }
-  // GPTQ integer path (see kernels_simd.h): 8 int32 lanes = half of a 16-row tile.
+  // GPTQ integer path (see gptq_dot_simd.h): 8 int32 lanes = half of a 16-row tile.
   static I izero() { return _mm256_setzero_si256(); }
   static I load_i(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
   static I nib_lo(I v) { return _mm256_and_si256(v, _mm256_set1_epi8(15)); }
@@ -80,7 +80,7 @@ struct V {
   static T fnmadd(T a, T b, T c) { return _mm256_fnmadd_ps(a, b, c); }  // c - a*b
 };
 
-#include "ops/kernels_simd.h"
+#include "ops/matmul_simd.h"
 
 }  // namespace
 

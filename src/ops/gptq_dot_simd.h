@@ -1,0 +1,165 @@
+// Internal: GPTQ int4 products with few activation rows (decode): integer dot
+// products on 16-row tiles against 21-bit quantized activations.
+// Not include-guarded on purpose: included once, by matmul_simd.h, inside an ISA file's
+// anonymous namespace (V is that file's vector-traits struct).
+
+// ---- GPTQ int4: integer dot products on 16-row tiles ----
+//
+// A tile's 16 rows sit in the lanes of kH vectors (kH = 16 / W). Per 32-column
+// block, each 64-byte chunk gives two vectors of byte codes (low and high
+// nibbles), each lane holding 4 consecutive columns of its row; V::dot4 adds
+// code · x over those 4 columns into the lane (vpdpbusd), once for each of the
+// three bytes xh, xm, xl of the 21-bit activations. Per block:
+// d = (2^14 acc_h + 2^7 acc_m + acc_l) - z * Σxq, y += (s * sx) * d.
+
+
+template <bool Half>
+inline typename V::T q4_tile_scales(const GptqMatrix& W, int64_t t, int64_t g, int h) {
+  if constexpr (Half) return V::load_f16(W.tile_scales_f16(t, g) + h * V::W);
+  else return V::load(W.tile_scales_f32(t, g) + h * V::W);
+}
+
+// One tile's scales and zero points (as floats) of the current group.
+template <bool Half>
+struct Q4Group {
+  typename V::T s[kH], z[kH];
+  int64_t g = -1;
+  const bool stored_zeros;
+  explicit Q4Group(const GptqMatrix& W) : stored_zeros(W.uniform_zero() < 0) {
+    const typename V::T z0 = V::set1(stored_zeros ? 0.0f : static_cast<float>(W.uniform_zero()));
+    QINFER_UNROLL
+    for (int h = 0; h < kH; ++h) s[h] = V::zero(), z[h] = z0;
+  }
+  // Loads the group of block b when it is not the current one; true if it did.
+  bool at(const GptqMatrix& W, int64_t t, int64_t b) {
+    const int64_t gb = W.block_group(b);
+    if (gb == g) return false;
+    g = gb;
+    QINFER_UNROLL
+    for (int h = 0; h < kH; ++h) {
+      s[h] = q4_tile_scales<Half>(W, t, g, h);
+      if (stored_zeros) z[h] = V::load_u8(W.tile_zeros(t, g) + h * V::W);
+    }
+    return true;
+  }
+};
+
+// How far ahead (in code bytes: half a 2048-column tile) the decode kernel
+// prefetches a tile's codes, and its scales and zeros as far ahead in their
+// own arrays. Measured (bench_ops int4_matvec_8of256experts, 8 experts per call
+// from a 272 MB pool in huge pages, 2 threads, six alternating runs): none
+// 38-46 GB/s, codes only 38-52, codes + scales + zeros 41-59.
+constexpr int64_t kQ4Prefetch = 8192;
+
+// Tile t (rows [16t, 16t + nr)) against activation rows [j0, j0 + NX).
+template <bool Half, int NX>
+inline void q4_tile(const GptqMatrix& W, int64_t t, const Q4Input& X, int64_t j0, float* Y, int nr) {
+  using T = typename V::T;
+  using I = typename V::I;
+  const int64_t kp = X.kp, nb = W.blocks();
+  const int8_t* xh[NX];
+  const int8_t* xm[NX];
+  const int8_t* xl[NX];
+  const float* sx[NX];
+  const float* sxq[NX];
+  T accf[NX][kH];
+  QINFER_UNROLL
+  for (int j = 0; j < NX; ++j) {
+    xh[j] = X.xh + (j0 + j) * kp;
+    xm[j] = X.xm + (j0 + j) * kp;
+    xl[j] = X.xl + (j0 + j) * kp;
+    sx[j] = X.sx + (j0 + j) * nb;
+    sxq[j] = X.sxq + (j0 + j) * nb;
+    QINFER_UNROLL
+    for (int h = 0; h < kH; ++h) accf[j][h] = V::zero();
+  }
+  const uint8_t* codes = W.tile_codes(t);
+  Q4Group<Half> grp(W);
+  const T* sw = grp.s;
+  const T* zf = grp.z;
+  // Prefetch addresses (hints only: they may run past the arrays' ends).
+  const int64_t kBpg = std::max<int64_t>(1, nb / W.groups());   // blocks per group, in the usual order
+  const char* sp = Half ? reinterpret_cast<const char*>(W.tile_scales_f16(t, 0))
+                        : reinterpret_cast<const char*>(W.tile_scales_f32(t, 0));
+  const int64_t spb = (Half ? 2 : 4) * kTR / kBpg;   // scale bytes per block
+  const char* zp = grp.stored_zeros ? reinterpret_cast<const char*>(W.tile_zeros(t, 0)) : nullptr;
+  for (int64_t b = 0; b < nb; ++b) {
+    grp.at(W, t, b);
+    // S accumulators per level: with few vectors in flight the chains of
+    // dependent vpdpbusd would be latency-bound, so the low- and high-nibble
+    // products then go to separate registers.
+    constexpr int S = NX * kH <= 2 ? 2 : 1;
+    I ah[NX][kH][S], am[NX][kH][S], al[NX][kH][S];
+    QINFER_UNROLL
+    for (int j = 0; j < NX; ++j)
+      QINFER_UNROLL
+      for (int h = 0; h < kH; ++h)
+        QINFER_UNROLL
+        for (int e = 0; e < S; ++e) ah[j][h][e] = am[j][h][e] = al[j][h][e] = V::izero();
+    const uint8_t* cb = codes + b * GptqMatrix::kTileBlockBytes;
+    QINFER_UNROLL
+    for (int ch = 0; ch < 4; ++ch) _mm_prefetch(reinterpret_cast<const char*>(cb) + kQ4Prefetch + 64 * ch, _MM_HINT_T0);
+    _mm_prefetch(sp + b * spb + kQ4Prefetch / 8, _MM_HINT_T0);
+    if (zp) _mm_prefetch(zp + b * kTR / kBpg + kQ4Prefetch / 16, _MM_HINT_T0);
+    QINFER_UNROLL
+    for (int ch = 0; ch < 4; ++ch)
+      QINFER_UNROLL
+      for (int h = 0; h < kH; ++h) {
+        const I v = V::load_i(cb + 64 * ch + 4 * V::W * h);
+        const I lo = V::nib_lo(v), hi = V::nib_hi(v);
+        const int64_t c = b * GptqMatrix::kBlock + 8 * ch;
+        QINFER_UNROLL
+        for (int j = 0; j < NX; ++j) {
+          ah[j][h][0] = V::dot4(ah[j][h][0], lo, xh[j] + c);
+          ah[j][h][S - 1] = V::dot4(ah[j][h][S - 1], hi, xh[j] + c + 4);
+          am[j][h][0] = V::dot4(am[j][h][0], lo, xm[j] + c);
+          am[j][h][S - 1] = V::dot4(am[j][h][S - 1], hi, xm[j] + c + 4);
+          al[j][h][0] = V::dot4(al[j][h][0], lo, xl[j] + c);
+          al[j][h][S - 1] = V::dot4(al[j][h][S - 1], hi, xl[j] + c + 4);
+        }
+      }
+    QINFER_UNROLL
+    for (int j = 0; j < NX; ++j) {
+      const T bsx = V::set1(sx[j][b]), bsxq = V::set1(sxq[j][b]);
+      QINFER_UNROLL
+      for (int h = 0; h < kH; ++h) {
+        const T d = V::fnmadd(zf[h], bsxq, V::cvt_i(V::combine(V::iadd<S>(ah[j][h]), V::iadd<S>(am[j][h]), V::iadd<S>(al[j][h]))));
+        accf[j][h] = V::fma(V::mul(sw[h], bsx), d, accf[j][h]);
+      }
+    }
+  }
+  const int64_t ldy = W.rows();
+  QINFER_UNROLL
+  for (int j = 0; j < NX; ++j) {
+    float* y = Y + (j0 + j) * ldy + t * kTR;
+    if (nr == kTR) {
+      QINFER_UNROLL
+      for (int h = 0; h < kH; ++h) V::store(y + h * V::W, accf[j][h]);
+    } else {
+      alignas(64) float tmp[kTR];
+      QINFER_UNROLL
+      for (int h = 0; h < kH; ++h) V::store(tmp + h * V::W, accf[j][h]);
+      for (int i = 0; i < nr; ++i) y[i] = tmp[i];
+    }
+  }
+}
+
+template <bool Half>
+void gptq_rows_t(const GptqMatrix& W, const Q4Input& X, float* Y, int64_t r0, int64_t r1) {
+  // Fewer than kQ4PanelMin activation rows (dispatch.cc sends more to the
+  // panels), so all of them stay in cache while the tiles stream.
+  const int64_t n = X.n;
+  for (int64_t r = r0; r < r1; r += kTR) {
+    const int64_t t = r / kTR;
+    const int nr = static_cast<int>(std::min<int64_t>(kTR, r1 - r));
+    int64_t j = 0;
+    for (; j + V::Q4NX <= n; j += V::Q4NX) q4_tile<Half, V::Q4NX>(W, t, X, j, Y, nr);
+    for (; j < n; ++j) q4_tile<Half, 1>(W, t, X, j, Y, nr);
+  }
+}
+
+void gptq_rows(const GptqMatrix& W, const Q4Input& X, float* Y, int64_t r0, int64_t r1) {
+  if (W.half_scales()) gptq_rows_t<true>(W, X, Y, r0, r1);
+  else gptq_rows_t<false>(W, X, Y, r0, r1);
+}
+

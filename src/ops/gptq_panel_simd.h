@@ -1,0 +1,67 @@
+// Internal: GPTQ int4 products with many activation rows (prefill): each tile
+// dequantized once into an fp32 panel, then the panel GEMM of dense_panel_simd.h.
+// Not include-guarded on purpose: included once, by matmul_simd.h, inside an ISA file's
+// anonymous namespace (V is that file's vector-traits struct).
+
+// ---- GPTQ int4, many activation rows (prefill): fp32 panels ----
+//
+// From kQ4PanelMin rows on, a tile is dequantized once into an fp32 panel
+// [packed column][16 rows] (w = s·q − s·z, one fmsub per weight) and every
+// activation row runs against it as a plain FMA GEMM: for each column k,
+// acc[row lanes] += x[k] · panel[k]. Each output accumulates over k in order, in
+// one lane, so the scalar twin gives the same bits.
+
+template <bool Half>
+inline void q4_tile_panel(const GptqMatrix& W, int64_t t, float* panel) {
+  using T = typename V::T;
+  using I = typename V::I;
+  const uint8_t* codes = W.tile_codes(t);
+  Q4Group<Half> grp(W);
+  const T* sw = grp.s;
+  T sz[kH];
+  QINFER_UNROLL
+  for (int h = 0; h < kH; ++h) sz[h] = V::zero();
+  for (int64_t b = 0; b < W.blocks(); ++b) {
+    if (grp.at(W, t, b)) {
+      QINFER_UNROLL
+      for (int h = 0; h < kH; ++h) sz[h] = V::mul(grp.s[h], grp.z[h]);
+    }
+    const uint8_t* cb = codes + b * GptqMatrix::kTileBlockBytes;
+    float* pb = panel + b * GptqMatrix::kBlock * kTR;
+    QINFER_UNROLL
+    for (int ch = 0; ch < 4; ++ch)
+      QINFER_UNROLL
+      for (int h = 0; h < kH; ++h) {
+        const I v = V::load_i(cb + 64 * ch + 4 * V::W * h);
+        const I lo = V::nib_lo(v), hi = V::nib_hi(v);
+        QINFER_UNROLL
+        for (int e = 0; e < 4; ++e) {
+          V::store(pb + (8 * ch + e) * kTR + h * V::W, V::fmsub(sw[h], V::cvt_i(V::byte_lane(lo, e)), sz[h]));
+          V::store(pb + (8 * ch + 4 + e) * kTR + h * V::W, V::fmsub(sw[h], V::cvt_i(V::byte_lane(hi, e)), sz[h]));
+        }
+      }
+  }
+}
+
+// Activation rows [j0, j0 + NX) of Xp ([n][kp], packed order) against a panel.
+template <bool Half>
+void gptq_rows_f32_t(const GptqMatrix& W, const float* Xp, int64_t n, float* Y, int64_t r0, int64_t r1) {
+  const int64_t kp = W.padded_cols();
+  thread_local std::vector<float> panel_buf;
+  if (static_cast<int64_t>(panel_buf.size()) < kp * kTR) panel_buf.resize(kp * kTR);
+  float* panel = panel_buf.data();
+  for (int64_t r = r0; r < r1; r += kTR) {
+    const int64_t t = r / kTR;
+    const int nr = static_cast<int>(std::min<int64_t>(kTR, r1 - r));
+    q4_tile_panel<Half>(W, t, panel);
+    int64_t j = 0;
+    for (; j + V::PNX <= n; j += V::PNX) q4_panel_rows<V::PNX>(panel, kp, Xp, j, Y, W.rows(), r, nr);
+    for (; j < n; ++j) q4_panel_rows<1>(panel, kp, Xp, j, Y, W.rows(), r, nr);
+  }
+}
+
+void gptq_rows_f32(const GptqMatrix& W, const float* Xp, int64_t n, float* Y, int64_t r0, int64_t r1) {
+  if (W.half_scales()) gptq_rows_f32_t<true>(W, Xp, n, Y, r0, r1);
+  else gptq_rows_f32_t<false>(W, Xp, n, Y, r0, r1);
+}
+
