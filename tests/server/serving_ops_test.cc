@@ -22,7 +22,7 @@ namespace qinfer::server {
 namespace {
 
 using json = nlohmann::json;
-constexpr const char* kTokDir = QINFER_SHARED_DIR "/data/tokenizer/qwen3.5";
+constexpr const char* kTokDir = QINFER_SOURCE_DIR "/assets/tokenizer/qwen3.5";  // shipped in the repository
 constexpr int kVocab = 248320;
 constexpr int kImEnd = 248046;
 
