@@ -169,10 +169,10 @@ int64_t Engine::resolve_max_model_len(int64_t requested, int64_t model_max, bool
   return model_max;
 }
 
-int64_t Engine::check_context(int64_t prompt_tokens, int64_t max_tokens) const {
-  if (prompt_tokens >= max_model_len_) {
+int64_t Engine::check_context(int64_t prompt_tokens, int64_t max_tokens, bool prompt_cut) const {
+  if (prompt_tokens >= max_model_len_ || prompt_cut) {
     fail("This model's maximum context length is ", max_model_len_, " tokens. However, your request has ",
-         prompt_tokens, " input tokens. Please reduce the length of the input messages.");
+         prompt_cut ? "at least " : "", prompt_tokens, " input tokens. Please reduce the length of the input messages.");
   }
   if (max_tokens < 0) return max_model_len_ - prompt_tokens;
   if (max_tokens > max_model_len_ - prompt_tokens) {  // no prompt + max_tokens: it can overflow

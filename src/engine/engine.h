@@ -119,7 +119,9 @@ class Engine {
 
   // Validates prompt length + max_tokens against the context; returns the effective
   // max_tokens. Error text follows vLLM ("maximum context length is N tokens").
-  int64_t check_context(int64_t prompt_tokens, int64_t max_tokens) const;
+  // prompt_cut: the prompt's tokenization stopped early (Tokenizer::encode_bounded), so it
+  // has at least prompt_tokens tokens.
+  int64_t check_context(int64_t prompt_tokens, int64_t max_tokens, bool prompt_cut = false) const;
 
   // The max_model_len to serve with: `requested` (0: the model's) checked against the
   // model's context `model_max` (from `source`, for the message) as described at

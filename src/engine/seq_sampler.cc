@@ -1,16 +1,27 @@
 #include "engine/seq_sampler.h"
 
+#include <atomic>
+
 #include "sampling/sampler.h"
 #include "util/error.h"
 
 namespace qinfer::engine {
 
+namespace {
+std::atomic<int64_t> g_live_samplers{0};
+}  // namespace
+
 struct SeqSampler::Impl {
   sampling::Sampler sampler;
   int vocab;
   Impl(sampling::SamplingParams p, int v, const std::vector<int32_t>& prompt)
-      : sampler(std::move(p), v, std::span<const int32_t>(prompt.data(), prompt.size())), vocab(v) {}
+      : sampler(std::move(p), v, std::span<const int32_t>(prompt.data(), prompt.size())), vocab(v) {
+    ++g_live_samplers;
+  }
+  ~Impl() { --g_live_samplers; }
 };
+
+int64_t SeqSampler::live_samplers() { return g_live_samplers.load(); }
 
 struct SeqSampler::Pending {
   sampling::SamplingParams params;

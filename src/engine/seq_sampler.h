@@ -16,6 +16,9 @@ class SeqSampler {
   // only its parameters.
   SeqSampler(const GenParams& p, const std::vector<int>& prompt, int vocab);
   ~SeqSampler();
+  // Samplers made (holding vocab-sized buffers) and not yet destroyed, in the process: a
+  // test hook showing that queued sequences hold none.
+  static int64_t live_samplers();
   // Samples from a logits row (not modified); fills info (logprobs when requested).
   // allowed: optional token bitset of a structured-output grammar (sampling::Sampler).
   int sample(const float* logits, TokenOut* info, const uint64_t* allowed = nullptr);

@@ -12,6 +12,7 @@
 #include "io/generation_config.h"
 #include "jinja/chat_template.h"
 #include "server/api_error.h"
+#include "server/connection_guard.h"
 #include "server/connection_pool.h"
 #include "server/chat_prompt.h"
 #include "server/cors.h"
@@ -154,14 +155,14 @@ struct HttpServer::Impl {
         std::ifstream in(f);
         if (!in) fail("option ", flag, ": cannot read '", f, "'");
       }
-      auto s = std::make_unique<httplib::SSLServer>(o.ssl_certfile.c_str(), o.ssl_keyfile.c_str());
+      auto s = std::make_unique<GuardedSslServer>(connection_limits(), o.ssl_certfile.c_str(), o.ssl_keyfile.c_str());
       if (!s->is_valid()) {
         fail("options --ssl-certfile '", o.ssl_certfile, "' / --ssl-keyfile '", o.ssl_keyfile,
              "': OpenSSL could not load them as a PEM certificate and its private key");
       }
       svr = std::move(s);
     } else {
-      svr = std::make_unique<httplib::Server>();
+      svr = std::make_unique<GuardedServer>(connection_limits());
     }
     metrics.configure(model, 1);
     routes();
@@ -177,6 +178,15 @@ struct HttpServer::Impl {
     if (e.has_vision()) processor = vision::load_processor_config(opts.model_dir);
     eng_ptr = &e;
     phase = kReady;
+  }
+
+  ConnectionLimits connection_limits() const {
+    ConnectionLimits l;
+    l.header_timeout_s = opts.header_timeout_s;
+    l.read_timeout_s = opts.read_timeout_s;
+    l.max_connections = opts.max_connections;
+    l.max_per_client = opts.max_connections_per_client;
+    return l;
   }
 
   engine::Engine& E() const { return *eng_ptr.load(); }
@@ -244,8 +254,16 @@ struct HttpServer::Impl {
   }
 
   // Refuses with 503 when the request's sequences would not fit in the running batch plus
-  // --max-waiting-requests queued ones.
-  void check_queue(int sequences) {
+  // --max-waiting-requests queued ones, and with a 400 (naming `field`) when their prompt
+  // tokens (each sequence queues its prompt) exceed what the engine ever queues: retrying
+  // such a request could never succeed.
+  void check_queue(int sequences, int64_t prompt_tokens, const char* field) {
+    const int64_t cap = E().options().max_queued_tokens;
+    if (prompt_tokens > cap) {
+      throw ApiError(400, cat(field, ": the request would queue ", sequences, " sequences of ", prompt_tokens,
+                              " prompt tokens in all (prompts x n); the server queues at most ", cap,
+                              " prompt tokens at once"), field);
+    }
     engine::EngineStats s = E().stats();
     int64_t room = static_cast<int64_t>(opts.max_num_seqs) + opts.max_waiting - s.active - s.queued;
     if (sequences > room) {
@@ -282,14 +300,15 @@ struct HttpServer::Impl {
 
 void HttpServer::Impl::routes() {
   httplib::Server& s = *svr;
-  // A thread per open connection, made on demand up to --max-connections: idle or
-  // half-sent connections cannot starve /health or real requests of workers.
-  size_t max_conns = static_cast<size_t>(opts.max_connections);
+  // A thread per open connection, made on demand: --max-connections normal ones, the
+  // overflow ones that answer /health over the bounds, and a few more for quick refusals
+  // (connection_guard.h), so idle or half-sent connections cannot starve /health.
+  size_t max_conns = static_cast<size_t>(opts.max_connections + ConnectionLimits{}.overflow + 16);
   size_t keep = static_cast<size_t>(std::max(16, opts.max_num_seqs + 8));
   s.new_task_queue = [max_conns, keep] { return new ConnectionPool(max_conns, keep); };
   s.set_keep_alive_max_count(1000);
   s.set_keep_alive_timeout(5);
-  // Per read: a request whose headers or body stall this long is dropped (was 60 s).
+  // Per read of a body (the headers have --header-timeout in all: connection_guard.h).
   s.set_read_timeout(opts.read_timeout_s, 0);
   s.set_write_timeout(60, 0);
   s.set_payload_max_length(kMaxBodyBytes);
@@ -303,6 +322,14 @@ void HttpServer::Impl::routes() {
     if (c.preflight) {
       res.status = c.status;
       res.set_content(c.body, "text/plain; charset=utf-8");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (overflow_connection() && req.path != "/health" && req.path != "/ping" && req.path != "/metrics" &&
+        req.path != "/version") {
+      res.set_header("Connection", "close");
+      send_error(res, ApiError(503, "too many connections (--max-connections, --max-connections-per-client): "
+                                    "only /health, /ping, /metrics and /version are answered; retry later",
+                               "", "too_many_connections"));
       return httplib::Server::HandlerResponse::Handled;
     }
     bool api = req.path.rfind("/v1/", 0) == 0;
@@ -538,7 +565,9 @@ void HttpServer::Impl::chat(const httplib::Request& req, httplib::Response& res)
     if (r.tool_choice == ToolChoice::kNamed) forced += r.tool_choice_name + ">\n";
     prompt += forced;
   }
-  std::vector<int> ids = tok->encode(prompt, true);
+  // Tokenized only up to the context length: a longer prompt is refused without encoding the rest.
+  size_t encoded = 0;
+  std::vector<int> ids = tok->encode_bounded(prompt, true, static_cast<size_t>(E().max_model_len()), &encoded);
   // Images: fetched, decoded and preprocessed here (each failure a 400 naming its part); the
   // engine expands each <|image_pad|> to the image's token count, which usage counts too.
   int64_t prompt_len = static_cast<int64_t>(ids.size());
@@ -546,7 +575,7 @@ void HttpServer::Impl::chat(const httplib::Request& req, httplib::Response& res)
     r.gen.images = load_request_images(r.images, request_processor(r), opts.media);
     for (const auto& im : *r.gen.images) prompt_len += im.merged_tokens(processor.merge_size) - 1;
   }
-  E().check_context(prompt_len, r.gen.max_tokens);
+  E().check_context(prompt_len, r.gen.max_tokens, encoded < prompt.size());
   // Structured outputs: the forced tool call's remainder, or response_format / guided_*;
   // with thinking on (and a reasoning parser) the constraint starts after </think>.
   std::optional<grammar::Spec> spec = r.structured;
@@ -561,7 +590,7 @@ void HttpServer::Impl::chat(const httplib::Request& req, httplib::Response& res)
     r.gen.grammar = compile_structured(E(), *spec);
     if (thinking && forced.empty() && think_end_id >= 0) r.gen.grammar_start_after = think_end_id;
   }
-  check_queue(r.n);
+  check_queue(r.n, prompt_len * r.n, "n");
 
   ChatOutputConfig oc;
   oc.reasoning = !opts.reasoning_parser.empty();
@@ -601,15 +630,20 @@ void HttpServer::Impl::completions(const httplib::Request& req, httplib::Respons
     throw ApiError(400, cat("model '", model, "' has no tokenizer; send the prompt as an array of token ids"),
                    "prompt");
   }
+  std::vector<bool> cut(prompts.size(), false);  // text tokenized only up to the context length
   for (const auto& t : r.prompt_texts) {
-    prompts.push_back(tok->encode(t, true));
+    size_t encoded = 0;
+    prompts.push_back(tok->encode_bounded(t, true, static_cast<size_t>(E().max_model_len()), &encoded));
+    cut.push_back(encoded < t.size());
     echoes.push_back(t);
   }
-  for (const auto& p : prompts) {
-    if (p.empty()) throw ApiError(400, "prompt: encodes to no tokens", "prompt");
-    E().check_context(static_cast<int64_t>(p.size()), r.gen.max_tokens);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    if (prompts[i].empty()) throw ApiError(400, "prompt: encodes to no tokens", "prompt");
+    E().check_context(static_cast<int64_t>(prompts[i].size()), r.gen.max_tokens, cut[i]);
   }
-  check_queue(static_cast<int>(prompts.size()) * r.n);
+  int64_t queued_tokens = 0;
+  for (const auto& p : prompts) queued_tokens += static_cast<int64_t>(p.size()) * r.n;
+  check_queue(static_cast<int>(prompts.size()) * r.n, queued_tokens, "prompt");
   if (r.structured) r.gen.grammar = compile_structured(E(), *r.structured);
   JobConfig jc = job_config(req, false, r.model, r.stream, r.include_usage, r.continuous_usage);
   jc.logprobs = r.gen.logprobs >= 0;

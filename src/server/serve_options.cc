@@ -90,7 +90,8 @@ int64_t parse_model_len(const std::string& flag, const std::string& value) {
 std::string serve_usage() {
   return "usage: qinfer serve MODEL_DIR [--host H] [--port P] [--api-key KEY] [--served-model-name NAME...]\n"
          "       (--host defaults to 127.0.0.1; the key may come from QINFER_API_KEY or VLLM_API_KEY instead)\n"
-         "       [--max-connections N (1024)] [--read-timeout SECONDS (10)]\n"
+         "       [--max-connections N (1024)] [--max-connections-per-client N (256; 0: no bound)]\n"
+         "       [--header-timeout SECONDS (5)] [--read-timeout SECONDS (10)]\n"
          "       [--max-num-seqs N] [--max-model-len N] [--max-num-batched-tokens N]\n"
          "       (--max-model-len above the model's context is refused unless\n"
          "        QINFER_ALLOW_LONG_MAX_MODEL_LEN=1, which serves the model's context instead)\n"
@@ -125,6 +126,7 @@ ServeOptions parse_serve_options(int argc, char** argv) {
       {"allowed-headers", true}, {"allow-credentials", false}, {"max-waiting-requests", true},
       {"request-timeout", true}, {"drain-timeout", true}, {"disable-uvicorn-access-log", false},
       {"disable-access-log", false}, {"max-connections", true}, {"read-timeout", true},
+      {"max-connections-per-client", true}, {"header-timeout", true},
       {"speculative-config", true}, {"allowed-local-media-path", true}};
   for (auto& f : engine::prefix_cache_option_specs()) specs.push_back(f);
   for (const char* f : kIgnoredWithValue) specs.push_back({f, true});
@@ -173,6 +175,15 @@ ServeOptions parse_serve_options(int argc, char** argv) {
   int64_t rt = a.get_int("read-timeout", o.read_timeout_s);
   if (rt < 1 || rt > 3600) fail("option --read-timeout: must be in [1, 3600] seconds, got ", rt);
   o.read_timeout_s = static_cast<int>(rt);
+  int64_t per = a.get_int("max-connections-per-client", std::min(o.max_connections_per_client, o.max_connections));
+  if (per < 0 || per > o.max_connections) {
+    fail("option --max-connections-per-client: must be in [0, --max-connections = ", o.max_connections, "], got ", per);
+  }
+  o.max_connections_per_client = static_cast<int>(per);
+  o.header_timeout_s = a.get_double("header-timeout", o.header_timeout_s);
+  if (!(o.header_timeout_s >= 0.1 && o.header_timeout_s <= 3600)) {
+    fail("option --header-timeout: must be in [0.1, 3600] seconds, got ", o.header_timeout_s);
+  }
   o.served_model_names = a.get_all("served-model-name");
   for (auto& n : extra_names) o.served_model_names.push_back(n);
   for (const auto& n : o.served_model_names) {

@@ -19,7 +19,9 @@ struct ServeOptions {
   std::string api_key;                       // --api-key, else $QINFER_API_KEY / $VLLM_API_KEY; empty: no auth
   std::string api_key_source;                // where api_key came from, for the start-up log
   int max_connections = 1024;                // --max-connections: connections served at once
-  int read_timeout_s = 10;                   // --read-timeout: a silent half-sent request is dropped
+  int read_timeout_s = 10;                   // --read-timeout: a body read silent this long is dropped
+  double header_timeout_s = 5;               // --header-timeout: request line + headers due within it (408)
+  int max_connections_per_client = 256;      // --max-connections-per-client (one IP address; 0: no bound)
   std::vector<std::string> served_model_names;  // empty: the model path
   int max_num_seqs = 32;
   int64_t max_model_len = 0;                 // 0: the model's

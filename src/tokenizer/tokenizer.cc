@@ -1,5 +1,7 @@
 #include "tokenizer/tokenizer.h"
 
+#include <algorithm>
+
 #include "tokenizer/normalizer.h"
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/utf8.h"
@@ -60,6 +62,49 @@ std::vector<int> Tokenizer::encode(std::string_view text, bool parse_special) co
     out.push_back(m->id);
     pos = m->start + m->len;
   }
+  return out;
+}
+
+namespace {
+
+bool ascii_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool ascii_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+
+// The first cut at or after `from` in `text` where encoding the two sides apart gives the
+// tokens of encoding them together (see encode_bounded); text.size() if there is none.
+size_t next_safe_cut(std::string_view text, size_t from) {
+  for (size_t i = std::max<size_t>(from, 1); i + 1 < text.size(); ++i) {
+    const auto next = static_cast<unsigned char>(text[i + 1]);
+    if (text[i] == '\n' && next > 0x20 && (next < 0x80 || next >= 0xC0)) return i + 1;  // a character starts
+    if (text[i] == ' ' && ascii_letter(text[i + 1]) && !ascii_space(text[i - 1]) &&
+        static_cast<unsigned char>(text[i - 1]) < 0x80) {
+      return i;
+    }
+  }
+  return text.size();
+}
+
+}  // namespace
+
+std::vector<int> Tokenizer::encode_bounded(std::string_view text, bool parse_special, size_t max_tokens,
+                                           size_t* bytes_read, size_t piece_bytes) const {
+  if (auto bad = tok::utf8_first_invalid(text)) fail("tokenizer: encode: text is not valid UTF-8 at byte ", *bad);
+  std::vector<int> out;
+  piece_bytes = std::max<size_t>(piece_bytes, 1);
+  size_t pos = 0;
+  while (pos < text.size() && out.size() <= max_tokens) {
+    const auto m = impl_->matcher->find(text, pos, parse_special);
+    const size_t end = m ? m->start : text.size();
+    while (pos < end && out.size() <= max_tokens) {
+      const size_t cut = std::min(end, next_safe_cut(text.substr(0, end), pos + piece_bytes));
+      impl_->encode_plain(text.substr(pos, cut - pos), out);
+      pos = cut;
+    }
+    if (!m || out.size() > max_tokens) break;
+    out.push_back(m->id);
+    pos = m->start + m->len;
+  }
+  if (bytes_read) *bytes_read = pos;
   return out;
 }
 

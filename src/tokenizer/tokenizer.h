@@ -37,6 +37,17 @@ class Tokenizer {
   static Tokenizer load(const std::string& model_dir);
 
   std::vector<int> encode(std::string_view text, bool parse_special = true) const;
+  // encode() that stops early: once more than max_tokens tokens are made it returns them (a
+  // prefix of encode(text), longer than max_tokens) without encoding the rest, so an
+  // over-long prompt costs about max_tokens tokens of work, not its whole length. Stretches
+  // between added tokens are encoded in pieces of about piece_bytes, cut only before a space
+  // that follows an ASCII non-space and precedes an ASCII letter, or after a newline followed
+  // by a character that is not whitespace: there the pre-tokenizer (Qwen, GPT-2 and Llama-3
+  // patterns) always starts a new word and NFC cannot join the two sides, so the tokens are
+  // exactly encode()'s.
+  // *bytes_read (if given): how many bytes of `text` were encoded (text.size() when all).
+  std::vector<int> encode_bounded(std::string_view text, bool parse_special, size_t max_tokens,
+                                  size_t* bytes_read = nullptr, size_t piece_bytes = size_t{1} << 16) const;
   std::string decode(const std::vector<int>& ids, bool skip_special = false) const;
 
   std::string token_text(int id) const;                       // raw bytes ("" for unknown ids)

@@ -136,5 +136,20 @@ TEST(ServeOptions, OperationalFlags) {
   expect_fail({"m", "--request-timeout", "-1"}, "--request-timeout");
 }
 
+TEST(ServeOptions, ConnectionFlags) {
+  auto d = parse({"m"});
+  EXPECT_EQ(d.max_connections, 1024);
+  EXPECT_EQ(d.max_connections_per_client, 256);
+  EXPECT_DOUBLE_EQ(d.header_timeout_s, 5);
+  auto o = parse({"m", "--max-connections", "100", "--max-connections-per-client", "0", "--header-timeout", "2.5"});
+  EXPECT_EQ(o.max_connections, 100);
+  EXPECT_EQ(o.max_connections_per_client, 0);
+  EXPECT_DOUBLE_EQ(o.header_timeout_s, 2.5);
+  EXPECT_EQ(parse({"m", "--max-connections", "100"}).max_connections_per_client, 100);  // the default, lowered
+  expect_fail({"m", "--max-connections", "100", "--max-connections-per-client", "101"}, "--max-connections-per-client");
+  expect_fail({"m", "--max-connections-per-client", "-1"}, "--max-connections-per-client");
+  expect_fail({"m", "--header-timeout", "0"}, "--header-timeout");
+}
+
 }  // namespace
 }  // namespace qinfer::server

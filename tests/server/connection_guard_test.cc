@@ -1,0 +1,337 @@
+// The HTTP server under hostile connections and oversized requests (issue 12 items 4, 5, 9), on
+// a real server on 127.0.0.1 with raw sockets: 100+ half-sent connections cannot make /health
+// slow; a half-sent or trickled request is closed with a 408 at the header deadline; the
+// per-client and total connection bounds answer /health and refuse the rest quickly; httplib's
+// own 413 and 400 carry OpenAI error bodies; prompts x n and over-context prompts are refused
+// without allocating or tokenizing for them.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <chrono>
+#include <thread>
+
+#include "engine/seq_sampler.h"
+#include "jinja/chat_template.h"
+#include "scripted_runner.h"
+#include "server/http_server.h"
+#include "tokenizer/tokenizer.h"
+
+namespace qinfer::server {
+namespace {
+
+using json = nlohmann::json;
+constexpr const char* kTokDir = QINFER_SOURCE_DIR "/assets/tokenizer/qwen3.5";
+constexpr int kVocab = 248320;
+constexpr int kImEnd = 248046;
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+struct Live {
+  testing::ScriptedRunner* runner = nullptr;
+  std::unique_ptr<engine::Engine> engine;
+  std::unique_ptr<HttpServer> server;
+  std::thread thread;
+  int port = 0;
+  Tokenizer* tok = nullptr;
+
+  explicit Live(ServeOptions so, int max_num_seqs = 4, int64_t max_ctx = 2048,
+                int64_t max_queued_tokens = int64_t{1} << 24) {
+    auto r = std::make_unique<testing::ScriptedRunner>(kVocab, kImEnd, max_ctx);
+    runner = r.get();
+    auto t = std::make_unique<Tokenizer>(Tokenizer::load(kTokDir));
+    tok = t.get();
+    engine::EngineOptions eo;
+    eo.max_num_seqs = max_num_seqs;
+    eo.max_queued_tokens = max_queued_tokens;
+    engine = std::make_unique<engine::Engine>(std::move(r), std::move(t),
+                                              std::make_unique<ChatTemplate>(ChatTemplate::load(kTokDir)), eo);
+    so.model_dir = kTokDir;
+    so.host = "127.0.0.1";
+    so.port = 0;
+    so.max_num_seqs = max_num_seqs;
+    so.served_model_names = {"m"};
+    server = std::make_unique<HttpServer>(*engine, so);
+    port = server->bind();
+    thread = std::thread([this] { server->serve(); });
+  }
+  ~Live() {
+    server->stop();
+    thread.join();
+  }
+  httplib::Client client() const {
+    httplib::Client c("127.0.0.1", port);
+    c.set_read_timeout(20, 0);
+    return c;
+  }
+};
+
+// A raw TCP connection to the server.
+struct Raw {
+  int fd = -1;
+  explicit Raw(int port) {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      ::close(fd);
+      fd = -1;
+    }
+  }
+  ~Raw() {
+    if (fd >= 0) ::close(fd);
+  }
+  bool send(const std::string& s) const { return ::send(fd, s.data(), s.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(s.size()); }
+  // Everything the server sends until it closes the connection or `timeout_s` passes.
+  std::string read_all(double timeout_s, bool* closed = nullptr) const {
+    std::string out;
+    const double end = now_s() + timeout_s;
+    if (closed) *closed = false;
+    for (;;) {
+      double left = end - now_s();
+      if (left <= 0) return out;
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(left * 1000) + 1) <= 0) continue;
+      char buf[4096];
+      ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) {
+        if (closed) *closed = true;
+        return out;
+      }
+      out.append(buf, static_cast<size_t>(n));
+    }
+  }
+};
+
+const char* kHalfSent = "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Le";
+
+json error_of(const std::string& response) {
+  size_t b = response.find("\r\n\r\n");
+  return b == std::string::npos ? json() : json::parse(response.substr(b + 4), nullptr, false);
+}
+
+TEST(ConnectionGuard, HalfSentConnectionsCannotStarveHealth) {
+  ServeOptions so;
+  so.header_timeout_s = 1.5;
+  Live s{so};
+  std::vector<std::unique_ptr<Raw>> slow;
+  for (int i = 0; i < 120; ++i) {
+    slow.push_back(std::make_unique<Raw>(s.port));
+    ASSERT_GE(slow.back()->fd, 0);
+    ASSERT_TRUE(slow.back()->send(kHalfSent));
+  }
+  // A trickling client: one header byte every 0.2 s, well inside the 10 s read timeout, so
+  // only the header deadline can end it.
+  Raw trickle(s.port);
+  std::atomic<bool> stop_trickle{false};
+  const double t0 = now_s();
+  std::thread tr([&] {
+    const std::string req = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    for (size_t i = 0; i < req.size() && !stop_trickle; ++i) {
+      if (!trickle.send(req.substr(i, 1))) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  });
+  auto c = s.client();
+  const double h0 = now_s();
+  auto h = c.Get("/health");
+  const double health_s = now_s() - h0;
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 200);
+  EXPECT_LT(health_s, 1.0) << "/health took " << health_s << " s behind 121 half-sent connections";
+  auto m = c.Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->status, 200);
+
+  // Each half-sent request is answered 408 (OpenAI error body) and closed at the 1.5 s header
+  // deadline, long before the 10 s read timeout.
+  bool closed = false;
+  std::string r = slow.front()->read_all(6, &closed);
+  double waited = now_s() - t0;
+  EXPECT_TRUE(closed);
+  EXPECT_EQ(r.rfind("HTTP/1.1 408", 0), 0u) << r;
+  EXPECT_EQ(error_of(r)["error"]["code"], "request_timeout") << r;
+  EXPECT_LT(waited, 4.0);
+  for (size_t i = 1; i < slow.size(); ++i) {
+    bool cl = false;
+    slow[i]->read_all(3, &cl);
+    EXPECT_TRUE(cl) << "half-sent connection " << i << " still open";
+  }
+  std::string t = trickle.read_all(3, &closed);
+  stop_trickle = true;
+  tr.join();
+  EXPECT_TRUE(closed);
+  EXPECT_EQ(t.rfind("HTTP/1.1 408", 0), 0u) << t;
+  EXPECT_LT(now_s() - t0, 6.0);
+  // A request sent whole on a fresh connection is served as before.
+  EXPECT_EQ(c.Get("/v1/models")->status, 200);
+}
+
+TEST(ConnectionGuard, BoundsPerClientAndInAll) {
+  ServeOptions so;
+  so.header_timeout_s = 3;
+  so.max_connections = 16;
+  so.max_connections_per_client = 8;
+  Live s{so};
+  std::vector<std::unique_ptr<Raw>> held;
+  for (int i = 0; i < 8; ++i) {
+    held.push_back(std::make_unique<Raw>(s.port));
+    ASSERT_TRUE(held.back()->send(kHalfSent));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // all 8 admitted
+  // Over the per-client bound: /health and /metrics are still answered, the rest gets 503 at once.
+  auto c = s.client();
+  const double t0 = now_s();
+  auto h = c.Get("/health");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 200);
+  EXPECT_EQ(c.Get("/metrics")->status, 200);
+  auto v = c.Get("/v1/models");
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->status, 503);
+  EXPECT_EQ(json::parse(v->body)["error"]["code"], "too_many_connections") << v->body;
+  EXPECT_TRUE(v->has_header("Retry-After"));
+  EXPECT_LT(now_s() - t0, 2.0);
+
+  // Idle connections over the bound take the overflow slots (64) for 2 s at most; past them a
+  // connection is refused with a 503 before it sends anything.
+  std::vector<std::unique_ptr<Raw>> over;
+  for (int i = 0; i < 64; ++i) over.push_back(std::make_unique<Raw>(s.port));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  Raw refused(s.port);
+  bool closed = false;
+  std::string r = refused.read_all(1.5, &closed);
+  EXPECT_TRUE(closed);
+  EXPECT_EQ(r.rfind("HTTP/1.1 503", 0), 0u) << r;
+  EXPECT_EQ(error_of(r)["error"]["code"], "too_many_connections") << r;
+  // The overflow connections are closed at their 2 s header deadline, and once the held ones
+  // go the bound has room again.
+  EXPECT_TRUE([&] {
+    bool cl = false;
+    over.back()->read_all(4, &cl);
+    return cl;
+  }());
+  held.clear();
+  over.clear();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(c.Get("/v1/models")->status, 200);
+}
+
+TEST(ConnectionGuard, HttplibRefusalsCarryOpenAiBodies) {
+  Live s{ServeOptions{}};
+  // Unparsable request line / header: 400 with an OpenAI error body.
+  for (const char* bad : {"GARBAGE\r\n\r\n", "GET /health HTTP/1.1\r\nno colon here\r\n\r\n"}) {
+    Raw raw(s.port);
+    ASSERT_TRUE(raw.send(bad));
+    std::string r = raw.read_all(5);
+    EXPECT_EQ(r.rfind("HTTP/1.1 400", 0), 0u) << bad << " -> " << r;
+    json e = error_of(r);
+    ASSERT_TRUE(e.is_object()) << r;
+    EXPECT_EQ(e["error"]["type"], "invalid_request_error") << r;
+  }
+  // A body over the 64 MiB limit: 413 with an OpenAI error body.
+  auto c = s.client();
+  auto big = c.Post("/v1/completions", std::string((size_t{64} << 20) + 16, 'x'), "application/json");
+  ASSERT_TRUE(big);
+  EXPECT_EQ(big->status, 413);
+  json e = json::parse(big->body, nullptr, false);
+  ASSERT_TRUE(e.is_object()) << big->body;
+  EXPECT_NE(e["error"]["message"].get<std::string>().find("64 MiB"), std::string::npos) << big->body;
+}
+
+// Issue 12 item 4: the 385-byte request `prompt: [[1,2]]*40, n: 64` (2,560 sequences) is a 400
+// naming the field; 256 sequences are queued without a vocab-sized buffer each.
+TEST(ConnectionGuard, PromptsTimesNIsBoundedAndQueuedSequencesHoldNoVocabBuffers) {
+  Live s{ServeOptions{}, 2};
+  json prompts = json::array();
+  for (int i = 0; i < 40; ++i) prompts.push_back({1, 2});
+  json body = {{"model", "m"}, {"prompt", prompts}, {"n", 64}, {"max_tokens", 4}};
+  auto c = s.client();
+  auto r = c.Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  json e = json::parse(r->body);
+  EXPECT_EQ(e["error"]["param"], "prompt") << r->body;
+  EXPECT_NE(e["error"]["message"].get<std::string>().find("2560 sequences"), std::string::npos) << r->body;
+
+  // 4 prompts x n 64 = 256: accepted; while they wait behind a slow model, only the running
+  // sequences (--max-num-seqs 2) have samplers with vocab-sized buffers.
+  s.runner->set_script({5, 6, 7});
+  s.runner->delay_ms = 100;
+  const int64_t before = engine::SeqSampler::live_samplers();
+  body["prompt"] = json::array({{1, 2}, {3, 4}, {5, 6}, {7, 8}});
+  std::thread t([&] {
+    auto c2 = s.client();
+    auto ok = c2.Post("/v1/completions", body.dump(), "application/json");
+    EXPECT_TRUE(ok && ok->status == 200) << (ok ? ok->body : "no answer");
+  });
+  int64_t peak = 0, queued = 0;
+  for (int i = 0; i < 30; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    peak = std::max(peak, engine::SeqSampler::live_samplers() - before);
+    queued = std::max(queued, s.engine->stats().queued);
+  }
+  EXPECT_GT(queued, 200);  // the sequences really were waiting
+  EXPECT_LE(peak, 2);
+  s.runner->delay_ms = 0;
+  t.join();
+}
+
+// A request whose sequences alone hold more prompt tokens than the engine ever queues is a 400
+// (retrying its 503 could never succeed); one that fits is served.
+TEST(ConnectionGuard, RequestLargerThanTheQueueIsA400) {
+  Live s{ServeOptions{}, 2, 2048, /*max_queued_tokens=*/1000};
+  s.runner->set_script({5});
+  std::vector<int> ten = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  auto c = s.client();
+  json body = {{"model", "m"}, {"prompt", json::array({ten, ten, ten, ten})}, {"n", 64}, {"max_tokens", 1}};
+  auto r = c.Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+  json e = json::parse(r->body);
+  EXPECT_EQ(e["error"]["param"], "prompt");
+  EXPECT_NE(e["error"]["message"].get<std::string>().find("2560 prompt tokens"), std::string::npos) << r->body;
+  body["n"] = 8;
+  auto ok = c.Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200) << ok->body;
+}
+
+// Issue 12 item 9: a prompt far over the context is refused with the context-length 400 after
+// tokenizing about max_model_len tokens of it, not all of it.
+TEST(ConnectionGuard, OverContextPromptIsRefusedAfterTheLimit) {
+  Live s{ServeOptions{}, 2, 2048};
+  std::string big;
+  while (big.size() < (size_t{8} << 20)) big += "The quick brown fox jumps over the lazy dog. ";
+  auto c = s.client();
+  for (bool chat : {true, false}) {
+    json body = chat ? json{{"model", "m"}, {"messages", {{{"role", "user"}, {"content", big}}}}}
+                     : json{{"model", "m"}, {"prompt", big}};
+    auto r = c.Post(chat ? "/v1/chat/completions" : "/v1/completions", body.dump(), "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400);
+    std::string msg = json::parse(r->body)["error"]["message"];
+    EXPECT_NE(msg.find("maximum context length is 2048 tokens. However, your request has at least"), std::string::npos)
+        << msg;
+  }
+  // Just under the context: the exact count as before.
+  std::string under;
+  while (s.tok->encode(under + "fox ").size() < 2048) under += "fox ";
+  auto r = c.Post("/v1/completions", json{{"model", "m"}, {"prompt", under + "fox fox"}}.dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  std::string msg = json::parse(r->body)["error"]["message"];
+  EXPECT_EQ(msg.find("at least"), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace qinfer::server
