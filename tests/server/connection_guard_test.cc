@@ -114,9 +114,13 @@ struct Raw {
 
 const char* kHalfSent = "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Le";
 
+// The JSON body of the first response in `response` (its Content-Length bytes).
 json error_of(const std::string& response) {
   size_t b = response.find("\r\n\r\n");
-  return b == std::string::npos ? json() : json::parse(response.substr(b + 4), nullptr, false);
+  if (b == std::string::npos) return json();
+  size_t len = std::string::npos, cl = response.find("Content-Length: ");
+  if (cl != std::string::npos && cl < b) len = std::stoul(response.substr(cl + 16));
+  return json::parse(response.substr(b + 4, len), nullptr, false);
 }
 
 TEST(ConnectionGuard, HalfSentConnectionsCannotStarveHealth) {
@@ -205,8 +209,13 @@ TEST(ConnectionGuard, BoundsPerClientAndInAll) {
   // Idle connections over the bound take the overflow slots (64) for 2 s at most; past them a
   // connection is refused with a 503 before it sends anything.
   std::vector<std::unique_ptr<Raw>> over;
-  for (int i = 0; i < 64; ++i) over.push_back(std::make_unique<Raw>(s.port));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Opened a few ms apart: httplib's listen backlog is small, and a connection dropped from it
+  // would be retried by the kernel a second later, out of order.
+  for (int i = 0; i < 64; ++i) {
+    over.push_back(std::make_unique<Raw>(s.port));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
   Raw refused(s.port);
   bool closed = false;
   std::string r = refused.read_all(1.5, &closed);
