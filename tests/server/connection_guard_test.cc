@@ -237,8 +237,8 @@ TEST(ConnectionGuard, BoundsPerClientAndInAll) {
 
 TEST(ConnectionGuard, HttplibRefusalsCarryOpenAiBodies) {
   Live s{ServeOptions{}};
-  // Unparsable request line / header: 400 with an OpenAI error body.
-  for (const char* bad : {"GARBAGE\r\n\r\n", "GET /health HTTP/1.1\r\nno colon here\r\n\r\n"}) {
+  // Unparsable request line (no method / path / version, an unknown HTTP version): 400 with an OpenAI error body.
+  for (const char* bad : {"GARBAGE\r\n\r\n", "GET /health HTTP/9.9\r\nHost: x\r\n\r\n"}) {
     Raw raw(s.port);
     ASSERT_TRUE(raw.send(bad));
     std::string r = raw.read_all(5);
