@@ -415,9 +415,16 @@ TEST(PrefixCacheSpec, ResentPromptResumesExactly) {
   const std::vector<int> cold_drafts = rig.rec->drafts(0), warm_drafts = rig.rec->drafts(1);
   EXPECT_GT(cold_drafts.size(), 10u);
   EXPECT_EQ(warm_drafts, cold_drafts);
-  // Greedy output is the plain model's, cache or not.
-  Rig plain = make_rig(text_dir(), false);
-  EXPECT_EQ(run(plain, prompt, greedy(30)).r.tokens, cold.r.tokens);
+  // Greedy output is the plain model's, cache or not, and so are the logits at every
+  // emitted position: bit for bit at the prompt's last row (the same prefill work after
+  // the restored 512 tokens), within fp32 summation order after it (a verify run of k+1
+  // rows against one-token decode steps: rel-L2 ~1e-6).
+  Rig plain = make_rig(text_dir(), true);
+  Done p = run(plain, prompt, greedy(30));
+  EXPECT_EQ(p.r.tokens, cold.r.tokens);
+  ASSERT_EQ(p.rows.count(700), 1u);
+  EXPECT_TRUE(warm.rows[700] == p.rows[700]) << "prompt row: rel-L2 " << rel_l2(warm.rows[700], p.rows[700]);
+  expect_same_rows(warm.rows, p.rows, 701, false, "speculating resumed vs plain cold");
   Rig nocache = make_spec_rig(false);
   EXPECT_EQ(run(nocache, prompt, greedy(30)).r.tokens, cold.r.tokens);
 }

@@ -1,6 +1,6 @@
 // A ModelRunner around another that records, per sequence (numbered in creation order:
-// the engine creates them in admission order), the logits row each step wrote, keyed by
-// the sequence's position after the step. Tests compare the rows of a cache hit with
+// the engine creates them in admission order), the logits rows each step wrote, keyed by
+// the position they predict (a step's last row: the sequence's position after the step). Tests compare the rows of a cache hit with
 // those of a cold run at the same positions. Speculation passes through: rollback, and
 // the inner runner's draft source (the MTP head) behind one that records, per sequence,
 // every draft it proposed.
@@ -33,7 +33,14 @@ class RecordingRunner : public ModelRunner {
     std::lock_guard<std::mutex> lk(mu_);
     for (size_t i = 0; i < steps.size(); ++i) {
       const int id = static_cast<Seq*>(steps[i].seq)->id;
-      rows_[id][inner_->sequence_tokens(*in[i].seq)].assign(steps[i].logits, steps[i].logits + vocab_size());
+      const int64_t after = inner_->sequence_tokens(*in[i].seq);
+      // all_logits (a verify run, prompt logprobs): row t predicts position after - n + t + 1.
+      // A later step at the same position (after a rejected draft) overwrites the row.
+      const int64_t rows = steps[i].all_logits ? steps[i].n_tokens : 1;
+      for (int64_t t = 0; t < rows; ++t) {
+        const float* row = steps[i].logits + t * vocab_size();
+        rows_[id][after - rows + t + 1].assign(row, row + vocab_size());
+      }
     }
   }
   DraftSource* draft_source() override {
