@@ -51,7 +51,8 @@ int cmd_chat(int argc, char** argv) {
   const bool thinking = !a.has("no-think");
   const bool hide_thinking = a.has("hide-thinking");
   const std::string dir = model_dir_from_args(a);
-  auto eng = engine::Engine::load(dir, engine_options_from_args(a));
+  const engine::EngineOptions eo = engine_options_from_args(a);
+  auto eng = engine::Engine::load(dir, eo);
   if (!eng->tokenizer() || !eng->chat_template())
     fail(a.get("model"), ": chat needs tokenizer.json and a chat template in the model folder");
 
@@ -115,6 +116,7 @@ int cmd_chat(int argc, char** argv) {
       std::fflush(stdout);
     };
     g_interrupted = 0;
+    const engine::SpecDecodeStats spec_before = eng->stats().spec;
     engine::GenResult r;
     try {
       r = eng->generate(prompt, params, [&](const engine::GenEvent& ev) {
@@ -132,6 +134,11 @@ int cmd_chat(int argc, char** argv) {
     if (in_thinking_style) std::fputs(reset, stdout);
     if (r.reason == engine::FinishReason::kError) log_error(r.error);
     if (g_interrupted) std::fprintf(stderr, "\n(reply stopped)");
+    if (eo.spec.enabled()) {   // this reply's drafts, as `generate` logs them for its one reply
+      std::fflush(stdout);
+      std::fputs("\n", stderr);
+      log_info(eng->stats().spec.since(spec_before).summary());
+    }
     // History keeps the final answer; the template drops old reasoning anyway.
     chat::ReasoningSplit parts = chat::split_reasoning(reply, thinking);
     nlohmann::json msg = {{"role", "assistant"}, {"content", parts.content.value_or("")}};

@@ -86,15 +86,7 @@ int cmd_generate(int argc, char** argv) {
   std::fflush(stdout);  // the text and its newline come before the summary on stderr
   log_info(r.prompt_tokens, " prompt tokens, ", r.completion_tokens, " generated in ", dt, " s (finish: ",
            engine::finish_reason_name(r.reason), ")");
-  if (eo.spec.enabled()) {
-    const engine::SpecDecodeStats sp = eng->stats().spec;
-    std::string per_pos;
-    for (size_t i = 0; i < sp.accepted_per_pos.size(); ++i)
-      per_pos += cat(i ? " " : "", sp.num_drafts ? double(sp.accepted_per_pos[i]) / sp.num_drafts : 0.0);
-    log_info("speculative decoding: ", sp.num_drafts, " verify passes, ", sp.num_draft_tokens, " draft tokens, ",
-             sp.num_accepted_tokens, " accepted: acceptance rate ", sp.acceptance_rate(), ", mean accepted length ",
-             sp.mean_accepted_length(), " (per position: ", per_pos, ")");
-  }
+  if (eo.spec.enabled()) log_info(eng->stats().spec.summary());
   return 0;
 }
 

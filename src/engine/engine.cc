@@ -45,6 +45,7 @@ struct Engine::Seq {
   std::vector<int> drafts;            // proposed after the last step, verified in the next
   std::vector<int> run;               // this step's input: [next_token, drafts verified]
   std::vector<float> hidden;          // this step's post-norm hidden rows (the draft head's input)
+  int64_t hidden_pos0 = 0;            // the position of hidden's first row
   std::vector<int> context;           // prompt + output so far (for the draft source)
   std::vector<int> draft_next;        // the draft request's next_tokens
   // Rows a failed draft call never delivered (from position unsent_pos0 on; -1: none):
@@ -127,6 +128,7 @@ Engine::Engine(std::unique_ptr<ModelRunner> model, std::unique_ptr<Tokenizer> to
   if (opts_.spec.enabled()) {
     drafter_ = opts_.spec.draft_override ? opts_.spec.draft_override : model_->draft_source();
     if (!drafter_) fail("--speculative-config: the model has no draft head loaded (MTP)");
+    draft_rows_ = drafter_ == model_->draft_source();
     if (model_->hidden_size() <= 0) fail("--speculative-config: this model runner does not support speculation");
     stats_.spec.accepted_per_pos.assign(static_cast<size_t>(opts_.spec.num_speculative_tokens), 0);
     log_info("speculative decoding: ", opts_.spec.method, ", ", opts_.spec.num_speculative_tokens,
@@ -394,6 +396,8 @@ int Engine::draft_room(const Seq& s) const {
   const int64_t n = static_cast<int64_t>(s.prompt.size()) + s.generated - 1;
   int64_t room = std::min<int64_t>(s.max_tokens - s.generated - 1, max_model_len_ - n - 2);
   room = std::min<int64_t>(room, static_cast<int64_t>(s.drafts.size()));
+  // Prefix caching: the run never crosses a block edge (the state is saved exactly there).
+  if (prefix_) room = std::min<int64_t>(room, (n / prefix_->block_tokens() + 1) * prefix_->block_tokens() - n - 1);
   return static_cast<int>(std::max<int64_t>(room, 0));
 }
 
@@ -539,6 +543,7 @@ void Engine::step_batch(std::vector<std::unique_ptr<Seq>>& active) {
       q.seq = s.state.get();
       q.pos0 = pos0;
       q.hidden = s.hidden.data();
+      s.hidden_pos0 = pos0;
       s.draft_next.clear();
       if (prefill) {
         const int64_t end = s.prefilled;   // rows pos0 .. end-1: the next token of each is the prompt's
@@ -609,6 +614,7 @@ void Engine::step_batch(std::vector<std::unique_ptr<Seq>>& active) {
       s.unsent_next.clear();
       s.unsent_hidden.clear();
       s.draft_failures = 0;
+      prefix_after_step(s);   // now that the draft head's cache holds the step's rows
     }
   } catch (const std::exception& e) {
     // A failing draft source costs speed, never output: those sequences decode without
@@ -703,20 +709,21 @@ void Engine::prefix_setup() {
   };
   log_info("prefix caching: budget ", mib(static_cast<double>(budget)),
            opts_.prefix_cache_gb >= 0 ? "" : " (a quarter of the available memory; --prefix-cache-gb sets it)", "; per ", B,
-           "-token block ", mib(static_cast<double>(model_->saved_block_bytes())),
+           "-token block ", mib(static_cast<double>(model_->saved_block_bytes(drafter_ != nullptr))),
            " of attention KV, per DeltaNet state snapshot ", mib(static_cast<double>(model_->saved_state_bytes())));
 }
 
 void Engine::prefix_admit(Seq& s) {
   const int64_t len = static_cast<int64_t>(s.prompt.size());
-  // Speculating sequences neither resume nor save: their MTP cache rows and rollbacks
-  // are not part of a snapshot (not done yet).
-  if (!prefix_ || s.spec) {
+  if (!prefix_) {
     s.state = model_->new_sequence();
     return;
   }
   const int64_t B = prefix_->block_tokens();
   PrefixSeq& p = s.prefix;
+  // Speculating sequences keep a chain of their own: blocks with the MTP head's rows and
+  // states with the hidden row the MTP needs to go on (see prefix_store).
+  if (s.spec) p.salt = kDraftRowsSalt;
   p.tokens = s.prompt;
   p.extend_keys(len, B);
   // At least one prompt token is computed: its logits give the first sampled token. A
@@ -726,11 +733,24 @@ void Engine::prefix_admit(Seq& s) {
   PrefixCache::Hit hit = prefix_->lookup(p.keys, p.extras, p.tokens.data(), max_blocks);
   if (hit.blocks > 0) {
     try {
+      if (s.spec && (!hit.state.draft_hidden || static_cast<int64_t>(hit.state.draft_hidden->size()) != model_->hidden_size()))
+        fail("the snapshot has no draft hidden row");
       s.state = model_->restore(hit.kv, hit.state);
       s.prefilled = p.cached = p.state_saved_at = hit.blocks * B;
+      if (s.spec) {
+        // The draft head's cache row cached-1 depends on token `cached`: it is recomputed
+        // with the next draft request, which starts with that row.
+        s.unsent_pos0 = p.cached - 1;
+        s.unsent_next.assign(1, s.prompt[static_cast<size_t>(p.cached)]);
+        s.unsent_hidden = *hit.state.draft_hidden;
+      }
     } catch (const std::exception& e) {
       log_warn("prefix cache: restoring ", hit.blocks * B, " tokens failed (", e.what(), "); prefilling in full");
+      s.state.reset();
       s.prefilled = p.cached = p.state_saved_at = 0;
+      s.unsent_pos0 = -1;
+      s.unsent_next.clear();
+      s.unsent_hidden.clear();
     }
   }
   if (!s.state) s.state = model_->new_sequence();
@@ -768,7 +788,7 @@ int64_t Engine::prefix_cut(const Seq& s) const {
 }
 
 void Engine::prefix_after_step(Seq& s) {
-  if (!prefix_ || s.spec || s.done || !s.state) return;
+  if (!prefix_ || s.done || !s.state) return;
   const int64_t B = prefix_->block_tokens(), len = static_cast<int64_t>(s.prompt.size());
   try {
     const int64_t pos = model_->sequence_tokens(*s.state);
@@ -782,7 +802,7 @@ void Engine::prefix_after_step(Seq& s) {
       prefix_store(s, pos / B, nullptr);
       s.prefix.pending = {};
     } else {
-      s.prefix.pending = model_->save_state(*s.state);   // saved if the generation ends before the next edge
+      s.prefix.pending = save_state_of(s);   // saved if the generation ends before the next edge
     }
   } catch (const std::exception& e) {
     log_warn("prefix cache: saving failed (", e.what(), "); the request goes on uncached");
@@ -809,14 +829,26 @@ void Engine::prefix_store(Seq& s, int64_t blocks, const SavedState* state) {
   for (int64_t b = 0; b < blocks; ++b) {
     if (prefix_->has_block(p.keys, p.extras, p.tokens.data(), b)) continue;
     // No room (everything in use) or a key collision: this chain stops here.
-    if (!prefix_->insert_block(p.keys, p.extras, p.tokens.data(), b, model_->save_block(*s.state, b))) return;
+    if (!prefix_->insert_block(p.keys, p.extras, p.tokens.data(), b, model_->save_block(*s.state, b, s.spec && draft_rows_)))
+      return;
   }
   prefix_->touch_chain(p.keys, blocks);
   const BlockKey last = p.keys[blocks - 1];
-  if (prefix_->has_state(last) ||
-      prefix_->insert_state(last, state ? *state : model_->save_state(*s.state))) {
+  if (prefix_->has_state(last) || prefix_->insert_state(last, state ? *state : save_state_of(s))) {
     p.state_saved_at = blocks * prefix_->block_tokens();
   }
+}
+
+SavedState Engine::save_state_of(const Seq& s) {
+  SavedState st = model_->save_state(*s.state);
+  if (s.spec) {   // with the hidden row before the edge (this step's row st.position-1)
+    const int64_t H = model_->hidden_size(), row = st.position - 1 - s.hidden_pos0;
+    if (row < 0 || (row + 1) * H > static_cast<int64_t>(s.hidden.size()))
+      fail("no hidden row for position ", st.position - 1, " (this step's rows start at ", s.hidden_pos0, ")");
+    st.draft_hidden = std::make_shared<const std::vector<float>>(s.hidden.begin() + row * H, s.hidden.begin() + (row + 1) * H);
+    st.bytes += static_cast<size_t>(H) * sizeof(float);
+  }
+  return st;
 }
 
 bool Engine::process_token(Seq& s, const float* logits) {

@@ -148,6 +148,7 @@ class Engine {
   bool emit_token(Seq& s, const TokenOut& info);   // stop checks + streaming; true when s finished
   static const uint64_t* grammar_mask(Seq& s);   // structured-output mask for s's next token, or null
   // Speculation: how many drafts s may verify now, and the batched draft requests of a step.
+  SavedState save_state_of(const Seq& s);   // the runner's, + a speculating sequence's draft hidden row
   int draft_room(const Seq& s) const;
   void propose_drafts(std::vector<DraftRequest>& reqs);
 
@@ -169,6 +170,7 @@ class Engine {
   EngineStats stats_;
   int64_t active_count_ = 0;
   DraftSource* drafter_ = nullptr;    // set when speculation is on
+  bool draft_rows_ = false;           // drafter_ is the model's MTP head: prefix blocks keep its rows
   // Inside a step, finish_seq defers the streams' final event until the step's counters
   // are in stats_, so a client that reads /metrics after its reply sees its last step.
   struct Finish {

@@ -155,13 +155,13 @@ class QwenRunner : public ModelRunner {
   }
   int64_t prefix_block_tokens() const override { return KvCache::kBlockTokens; }
   int64_t sequence_tokens(const RunnerSequence& seq) const override { return state_of(seq).n_tokens(); }
-  SavedBlock save_block(const RunnerSequence& seq, int64_t block) override {
-    auto c = copy_kv_block(state_of(seq), block);
+  SavedBlock save_block(const RunnerSequence& seq, int64_t block, bool draft_rows) override {
+    auto c = copy_kv_block(state_of(seq), block, draft_rows);
     return {c, c->bytes()};
   }
   SavedState save_state(const RunnerSequence& seq) override {
     auto r = copy_recurrent(state_of(seq));
-    return {r, r->bytes(), r->position};
+    return {r, r->bytes(), r->position, nullptr};
   }
   std::unique_ptr<RunnerSequence> restore(const std::vector<SavedBlock>& blocks, const SavedState& state) override {
     auto seq = std::make_unique<QwenSequence>(model_->new_sequence());
@@ -170,7 +170,7 @@ class QwenRunner : public ModelRunner {
     restore_prefix(*seq->state, kv, *std::static_pointer_cast<const RecurrentCopy>(state.data));
     return seq;
   }
-  size_t saved_block_bytes() const override { return kv_block_copy_bytes(shape()); }
+  size_t saved_block_bytes(bool draft_rows) const override { return kv_block_copy_bytes(shape(), draft_rows); }
   size_t saved_state_bytes() const override { return recurrent_copy_bytes(shape()); }
 
  private:
@@ -190,7 +190,7 @@ std::vector<float> ModelRunner::encode_images(const std::vector<const vision::Im
 }
 
 int64_t ModelRunner::sequence_tokens(const RunnerSequence&) const { fail("this model runner has no prefix caching"); }
-SavedBlock ModelRunner::save_block(const RunnerSequence&, int64_t) { fail("this model runner has no prefix caching"); }
+SavedBlock ModelRunner::save_block(const RunnerSequence&, int64_t, bool) { fail("this model runner has no prefix caching"); }
 SavedState ModelRunner::save_state(const RunnerSequence&) { fail("this model runner has no prefix caching"); }
 std::unique_ptr<RunnerSequence> ModelRunner::restore(const std::vector<SavedBlock>&, const SavedState&) {
   fail("this model runner has no prefix caching");

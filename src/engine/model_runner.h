@@ -32,6 +32,10 @@ struct SavedState {                  // the recurrent (DeltaNet conv + delta-rul
   std::shared_ptr<const void> data;
   size_t bytes = 0;
   int64_t position = 0;              // tokens consumed when it was taken (a block edge)
+  // A speculating sequence's (engine side): the post-norm hidden row of position
+  // position-1, from which a resumed sequence recomputes its MTP cache row position-1
+  // (that row depends on token `position`, which is not part of the prefix).
+  std::shared_ptr<const std::vector<float>> draft_hidden;
 };
 
 struct RunnerStep {
@@ -76,14 +80,17 @@ class ModelRunner {
   // Prefix caching. prefix_block_tokens() > 0: the runner can save block b (rows
   // [b*B, (b+1)*B), all written) and the recurrent state at a position that is a
   // multiple of B, and restore a sequence at n*B from n saved blocks (shared, read
-  // only) and a state saved at n*B. 0 (the default): no prefix caching.
+  // only) and a state saved at n*B. 0 (the default): no prefix caching. With
+  // draft_rows a block also holds the draft head's cache rows (all must be written); a
+  // sequence restored from such blocks has the draft cache rows 0 .. n*B-2 (the draft
+  // source is then sent rows from n*B-1 on).
   virtual int64_t prefix_block_tokens() const { return 0; }
   virtual int64_t sequence_tokens(const RunnerSequence& seq) const;   // tokens consumed so far
-  virtual SavedBlock save_block(const RunnerSequence& seq, int64_t block);
+  virtual SavedBlock save_block(const RunnerSequence& seq, int64_t block, bool draft_rows);
   virtual SavedState save_state(const RunnerSequence& seq);
   virtual std::unique_ptr<RunnerSequence> restore(const std::vector<SavedBlock>& blocks, const SavedState& state);
   // What one saved block and one saved state cost (for the log; 0 when unknown).
-  virtual size_t saved_block_bytes() const { return 0; }
+  virtual size_t saved_block_bytes(bool /*draft_rows*/) const { return 0; }
   virtual size_t saved_state_bytes() const { return 0; }
 };
 

@@ -38,10 +38,10 @@ uint64_t image_content_hash(int64_t grid_t, int64_t grid_h, int64_t grid_w, cons
 }
 
 void extend_block_keys(const int* tokens, int64_t n_tokens, int64_t B, const std::vector<ImageKey>& images,
-                       std::vector<BlockKey>& keys, std::vector<uint64_t>& extras) {
+                       std::vector<BlockKey>& keys, std::vector<uint64_t>& extras, uint64_t salt) {
   for (int64_t b = static_cast<int64_t>(keys.size()); (b + 1) * B <= n_tokens; ++b) {
     const int64_t lo = b * B, hi = lo + B;
-    uint64_t extra = 0;
+    uint64_t extra = salt;
     for (const ImageKey& im : images) {
       if (im.end <= lo || im.begin >= hi) continue;
       extra = mix(mix(mix(extra, im.hash), static_cast<uint64_t>(im.begin)), static_cast<uint64_t>(im.end));

@@ -36,9 +36,12 @@ uint64_t image_content_hash(int64_t grid_t, int64_t grid_h, int64_t grid_w, cons
 
 // The per-block keys of `tokens` (full blocks only: n_tokens / B of them), extending
 // `keys` (whose entries, already computed for the same tokens, are kept).
-// image_hash[b] of each block goes to `extras` likewise.
+// image_hash[b] of each block goes to `extras` likewise. A nonzero `salt` starts every
+// block's extra: chains of different salts never meet (speculating sequences save
+// blocks with the MTP head's rows, kDraftRowsSalt; the others without).
 void extend_block_keys(const int* tokens, int64_t n_tokens, int64_t B, const std::vector<ImageKey>& images,
-                       std::vector<BlockKey>& keys, std::vector<uint64_t>& extras);
+                       std::vector<BlockKey>& keys, std::vector<uint64_t>& extras, uint64_t salt = 0);
+constexpr uint64_t kDraftRowsSalt = 0x6d7470726f777321ull;
 
 // One request's side of the cache: the tokens it consumed (prompt, then sampled ids),
 // their block keys (grown as they are needed) and what it has saved.
@@ -50,8 +53,9 @@ struct PrefixSeq {
   int64_t cached = 0;            // prompt tokens restored from the cache
   int64_t state_saved_at = 0;    // position of the last state saved (or restored)
   SavedState pending;            // the last block-edge state of the decode, saved at the end
+  uint64_t salt = 0;             // kDraftRowsSalt: a speculating sequence (blocks with MTP rows)
   void extend_keys(int64_t n_tokens, int64_t B) {
-    extend_block_keys(tokens.data(), n_tokens, B, images, keys, extras);
+    extend_block_keys(tokens.data(), n_tokens, B, images, keys, extras, salt);
   }
 };
 

@@ -53,4 +53,23 @@ SpeculativeOptions parse_speculative_config(const std::string& text) {
   return o;
 }
 
+SpecDecodeStats SpecDecodeStats::since(const SpecDecodeStats& before) const {
+  SpecDecodeStats d = *this;
+  d.num_drafts -= before.num_drafts;
+  d.num_draft_tokens -= before.num_draft_tokens;
+  d.num_accepted_tokens -= before.num_accepted_tokens;
+  for (size_t i = 0; i < d.accepted_per_pos.size() && i < before.accepted_per_pos.size(); ++i)
+    d.accepted_per_pos[i] -= before.accepted_per_pos[i];
+  return d;
+}
+
+std::string SpecDecodeStats::summary() const {
+  std::string per_pos;
+  for (size_t i = 0; i < accepted_per_pos.size(); ++i)
+    per_pos += cat(i ? " " : "", num_drafts ? double(accepted_per_pos[i]) / double(num_drafts) : 0.0);
+  return cat("speculative decoding: ", num_drafts, " verify passes, ", num_draft_tokens, " draft tokens, ",
+             num_accepted_tokens, " accepted: acceptance rate ", acceptance_rate(), ", mean accepted length ",
+             mean_accepted_length(), " (per position: ", per_pos, ")");
+}
+
 }  // namespace qinfer::engine

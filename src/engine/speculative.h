@@ -64,6 +64,11 @@ struct SpecDecodeStats {
   double acceptance_rate() const { return num_draft_tokens ? double(num_accepted_tokens) / num_draft_tokens : 0.0; }
   // Tokens emitted per verify pass (accepted drafts + the one the target samples).
   double mean_accepted_length() const { return num_drafts ? 1.0 + double(num_accepted_tokens) / num_drafts : 0.0; }
+  // The counters gathered since `before` (an earlier reading of the same engine's stats).
+  SpecDecodeStats since(const SpecDecodeStats& before) const;
+  // One line: verify passes, draft and accepted tokens, acceptance rate, mean accepted
+  // length, per-position acceptance (what `generate` and `chat` log).
+  std::string summary() const;
 };
 
 }  // namespace qinfer::engine

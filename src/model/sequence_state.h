@@ -81,6 +81,7 @@ class SequenceState {
   KvCache& mtp_kv(int i) { return mtp_kv_[i]; }
   DeltaNetState& delta(int linear_layer) { return delta_[linear_layer]; }
   const KvCache& kv(int full_layer) const { return kv_[full_layer]; }
+  const KvCache& mtp_kv(int i) const { return mtp_kv_[i]; }
   const DeltaNetState& delta(int linear_layer) const { return delta_[linear_layer]; }
   void advance(int64_t n) { seen_ += n; }
   int64_t mtp_tokens() const { return mtp_seen_; }

@@ -20,8 +20,8 @@ size_t KvBlockCopy::size_for(int layers, int64_t width) {
   return want >= kHuge ? (want + kHuge - 1) / kHuge * kHuge : (want + 63) / 64 * 64;
 }
 
-KvBlockCopy::KvBlockCopy(int layers, int64_t width)
-    : layers_(layers), width_(width), bytes_(size_for(layers, width)) {
+KvBlockCopy::KvBlockCopy(int layers, int64_t width, int draft_layers)
+    : layers_(layers), draft_layers_(draft_layers), width_(width), bytes_(size_for(layers + draft_layers, width)) {
   if (bytes_ == 0) return;
   const bool huge = bytes_ >= kHuge;
   data_ = static_cast<float*>(std::aligned_alloc(huge ? kHuge : 64, bytes_));
@@ -37,8 +37,8 @@ size_t RecurrentCopy::bytes() const {
   return n;
 }
 
-size_t kv_block_copy_bytes(const StateShape& shape) {
-  return KvBlockCopy::size_for(shape.num_full_layers, shape.kv_width);
+size_t kv_block_copy_bytes(const StateShape& shape, bool draft_rows) {
+  return KvBlockCopy::size_for(shape.num_full_layers + (draft_rows ? shape.num_mtp_layers : 0), shape.kv_width);
 }
 
 size_t recurrent_copy_bytes(const StateShape& shape) {
@@ -46,16 +46,21 @@ size_t recurrent_copy_bytes(const StateShape& shape) {
          static_cast<size_t>(shape.conv_rows * shape.conv_dim + shape.ssm_size) * sizeof(float);
 }
 
-std::shared_ptr<const KvBlockCopy> copy_kv_block(const SequenceState& s, int64_t b) {
+std::shared_ptr<const KvBlockCopy> copy_kv_block(const SequenceState& s, int64_t b, bool draft_rows) {
   const StateShape& sh = s.shape();
   if (b < 0 || (b + 1) * B > s.n_tokens()) {
     fail("copy_kv_block: block ", b, " (rows ", b * B, "..", (b + 1) * B - 1, ") is not complete: the sequence has ",
          s.n_tokens(), " tokens");
   }
-  auto c = std::make_shared<KvBlockCopy>(sh.num_full_layers, sh.kv_width);
+  if (draft_rows && (sh.num_mtp_layers == 0 || (b + 1) * B > s.mtp_tokens())) {
+    fail("copy_kv_block: block ", b, " has no complete MTP rows (the MTP cache holds ", s.mtp_tokens(), " of ",
+         sh.num_mtp_layers, " layer(s))");
+  }
+  const int draft = draft_rows ? sh.num_mtp_layers : 0;
+  auto c = std::make_shared<KvBlockCopy>(sh.num_full_layers, sh.kv_width, draft);
   const size_t row_bytes = static_cast<size_t>(sh.kv_width) * sizeof(float);
-  for (int l = 0; l < sh.num_full_layers; ++l) {
-    const KvCache& kv = s.kv(l);
+  for (int l = 0; l < sh.num_full_layers + draft; ++l) {
+    const KvCache& kv = l < sh.num_full_layers ? s.kv(l) : s.mtp_kv(l - sh.num_full_layers);
     // One block of the cache is contiguous: rows b*B .. b*B+B-1 follow each other.
     std::memcpy(c->k(l), kv.k(b * B), B * row_bytes);
     std::memcpy(c->v(l), kv.v(b * B), B * row_bytes);
@@ -83,10 +88,14 @@ void restore_prefix(SequenceState& s, const std::vector<std::shared_ptr<const Kv
   if (static_cast<int>(r.delta.size()) != sh.num_linear_layers) {
     fail("restore_prefix: the snapshot has ", r.delta.size(), " DeltaNet layers, the model ", sh.num_linear_layers);
   }
+  const int draft = blocks.empty() || !blocks[0] ? 0 : blocks[0]->draft_layers();
   for (const auto& b : blocks) {
-    if (!b || b->layers() != sh.num_full_layers || b->width() != sh.kv_width) {
+    if (!b || b->layers() != sh.num_full_layers || b->width() != sh.kv_width || b->draft_layers() != draft) {
       fail("restore_prefix: a KV block does not fit the model's attention layers");
     }
+  }
+  if (draft != 0 && draft != sh.num_mtp_layers) {
+    fail("restore_prefix: the blocks hold ", draft, " MTP layer(s), the state ", sh.num_mtp_layers);
   }
   for (int i = 0; i < sh.num_linear_layers; ++i) {
     const DeltaNetState& d = r.delta[i];
@@ -98,6 +107,20 @@ void restore_prefix(SequenceState& s, const std::vector<std::shared_ptr<const Kv
   for (const auto& b : blocks) {
     for (int l = 0; l < sh.num_full_layers; ++l) s.kv(l).attach(b->k(l), b->v(l));
     s.hold(b);
+  }
+  if (draft > 0 && !blocks.empty()) {
+    // MTP rows: blocks 0..n-2 shared, the last one copied (its last row gets rewritten).
+    const int64_t n = static_cast<int64_t>(blocks.size());
+    const size_t rows_bytes = static_cast<size_t>(B * sh.kv_width) * sizeof(float);
+    for (int i = 0; i < draft; ++i) {
+      KvCache& c = s.mtp_kv(i);
+      const int l = sh.num_full_layers + i;
+      for (int64_t b = 0; b + 1 < n; ++b) c.attach(blocks[b]->k(l), blocks[b]->v(l));
+      c.reserve(n * B);
+      std::memcpy(c.k((n - 1) * B), blocks[n - 1]->k(l), rows_bytes);
+      std::memcpy(c.v((n - 1) * B), blocks[n - 1]->v(l), rows_bytes);
+    }
+    s.advance_mtp(r.position - 1);
   }
   for (int i = 0; i < sh.num_linear_layers; ++i) s.delta(i) = r.delta[i];
   s.advance(r.position);

@@ -36,7 +36,7 @@ using testing::RecordingRunner;
 // ---- the cache on fake blocks ----
 
 SavedBlock fake_block(size_t bytes) { return {std::make_shared<int>(0), bytes}; }
-SavedState fake_state(size_t bytes, int64_t pos) { return {std::make_shared<int>(0), bytes, pos}; }
+SavedState fake_state(size_t bytes, int64_t pos) { return {std::make_shared<int>(0), bytes, pos, nullptr}; }
 
 struct Chain {
   std::vector<int> tokens;
@@ -380,6 +380,92 @@ TEST(PrefixCacheEngine, ImagesAreKeyedByContent) {
   Done changed = run(rig, ids, pb);
   EXPECT_EQ(changed.r.cached_tokens, 0);   // other pixels: another key
   EXPECT_EQ(rig.rec->images_encoded, 2);
+}
+
+// ---- speculative decoding (the fixture's MTP head drafting) and the prefix cache ----
+// A speculating request resumes and saves too, on a chain of its own: its blocks carry
+// the MTP layer's KV rows and its states the hidden row the MTP needs next. Resumed,
+// it must do exactly what a cold run (cache on: the same prefill cuts) does: the same
+// logits bit for bit, the same drafts, the same tokens.
+
+Rig make_spec_rig(bool cache, int K = 2) {
+  Rig r;
+  RunnerLoadOptions lo;
+  lo.load_mtp = true;
+  auto rec = std::make_unique<RecordingRunner>(load_model_runner(text_dir(), lo));
+  r.rec = rec.get();
+  EngineOptions o;
+  o.enable_prefix_caching = cache;
+  o.prefix_cache_gb = 1;
+  o.spec.method = "mtp";
+  o.spec.num_speculative_tokens = K;
+  r.engine = std::make_unique<Engine>(std::move(rec), nullptr, nullptr, o);
+  return r;
+}
+
+TEST(PrefixCacheSpec, ResentPromptResumesExactly) {
+  Rig rig = make_spec_rig(true);
+  const auto prompt = seq_tokens(1, 700);
+  Done cold = run(rig, prompt, greedy(30));
+  EXPECT_EQ(cold.r.cached_tokens, 0);
+  Done warm = run(rig, prompt, greedy(30));
+  EXPECT_EQ(warm.r.cached_tokens, 512);
+  EXPECT_EQ(warm.r.tokens, cold.r.tokens);
+  expect_same_rows(warm.rows, cold.rows, 700, true, "speculating, resent prompt");
+  const std::vector<int> cold_drafts = rig.rec->drafts(0), warm_drafts = rig.rec->drafts(1);
+  EXPECT_GT(cold_drafts.size(), 10u);
+  EXPECT_EQ(warm_drafts, cold_drafts);
+  // Greedy output is the plain model's, cache or not, and so are the logits at every
+  // emitted position: bit for bit at the prompt's last row (the same prefill work after
+  // the restored 512 tokens), within fp32 summation order after it (a verify run of k+1
+  // rows against one-token decode steps: rel-L2 ~1e-6).
+  Rig plain = make_rig(text_dir(), true);
+  Done p = run(plain, prompt, greedy(30));
+  EXPECT_EQ(p.r.tokens, cold.r.tokens);
+  ASSERT_EQ(p.rows.count(700), 1u);
+  EXPECT_TRUE(warm.rows[700] == p.rows[700]) << "prompt row: rel-L2 " << rel_l2(warm.rows[700], p.rows[700]);
+  expect_same_rows(warm.rows, p.rows, 701, false, "speculating resumed vs plain cold");
+  Rig nocache = make_spec_rig(false);
+  EXPECT_EQ(run(nocache, prompt, greedy(30)).r.tokens, cold.r.tokens);
+}
+
+// The second prompt differs from token 512 on: its MTP row 511 (which reads token 512)
+// must be recomputed, not taken from the first prompt's block.
+TEST(PrefixCacheSpec, PromptDivergingAtTheEdgeRecomputesTheDraftRow) {
+  const auto common = seq_tokens(2, 512);
+  const auto a = concat(common, seq_tokens(3, 90));
+  const auto b = concat(common, seq_tokens(4, 130));
+  Rig rig = make_spec_rig(true, 3);
+  run(rig, a, greedy(4));
+  Done warm = run(rig, b, greedy(24));
+  EXPECT_EQ(warm.r.cached_tokens, 512);
+  Rig fresh = make_spec_rig(true, 3);
+  Done cold = run(fresh, b, greedy(24));
+  EXPECT_EQ(cold.r.cached_tokens, 0);
+  EXPECT_EQ(warm.r.tokens, cold.r.tokens);
+  expect_same_rows(warm.rows, cold.rows, static_cast<int64_t>(b.size()), true, "speculating, shared 512");
+  EXPECT_EQ(rig.rec->drafts(1), fresh.rec->drafts(0));
+  EXPECT_FALSE(fresh.rec->drafts(0).empty());
+}
+
+// A decode that crosses an edge saves the state there when it ends (the verify runs stop
+// at the edge); the continuation resumes from it. Speculating and plain requests keep
+// separate chains: a plain request does not resume from a speculating one's blocks.
+TEST(PrefixCacheSpec, DecodeEdgeStateResumesAContinuation) {
+  Rig rig = make_spec_rig(true, 4);
+  const auto prompt = seq_tokens(5, 250);
+  Done first = run(rig, prompt, greedy(24));
+  ASSERT_EQ(first.r.tokens.size(), 24u);
+  const auto next = concat(concat(prompt, first.r.tokens), seq_tokens(6, 80));
+  Done warm = run(rig, next, greedy(8));
+  EXPECT_EQ(warm.r.cached_tokens, 256);
+  Rig off = make_rig(text_dir(), false);
+  Done plain = run(off, next, greedy(8));
+  EXPECT_EQ(warm.r.tokens, plain.r.tokens);
+  EXPECT_EQ(first.r.tokens, run(off, prompt, greedy(24)).r.tokens);
+  GenParams no_spec = greedy(8);
+  no_spec.speculate = false;
+  EXPECT_EQ(run(rig, next, no_spec).r.cached_tokens, 0);
 }
 
 }  // namespace
