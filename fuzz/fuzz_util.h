@@ -19,14 +19,16 @@
 namespace qinfer::fuzz {
 
 // One scratch folder per fuzzing process (removed at exit), for the loaders that read files.
+// The string is never destroyed: the atexit handler, registered while it is being built,
+// runs after static destructors of that object would have (a use-after-free otherwise).
 inline const std::string& scratch_dir() {
-  static const std::string dir = [] {
-    std::string d = (std::filesystem::temp_directory_path() / ("qinfer-fuzz-" + std::to_string(getpid()))).string();
-    std::filesystem::create_directories(d);
-    std::atexit([] { std::error_code ec; std::filesystem::remove_all(scratch_dir(), ec); });
+  static const std::string* dir = [] {
+    auto* d = new std::string((std::filesystem::temp_directory_path() / ("qinfer-fuzz-" + std::to_string(getpid()))).string());
+    std::filesystem::create_directories(*d);
+    std::atexit([] { std::error_code ec; std::filesystem::remove_all(*dir, ec); });
     return d;
   }();
-  return dir;
+  return *dir;
 }
 
 inline std::string write_scratch(const std::string& name, std::string_view bytes) {
