@@ -12,7 +12,8 @@ PKGS=(build-essential cmake ninja-build pkg-config
       libgtest-dev libgmock-dev libbenchmark-dev libedit-dev
       libpng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev
       curl python3 python3-jinja2 python3-numpy python3-requests
-      libssl-dev openssl nginx chromium)  # TLS (cpp-httplib SSLServer), e2e: nginx replicas, headless Chromium
+      libssl-dev openssl nginx chromium   # TLS (cpp-httplib SSLServer), e2e: nginx replicas, headless Chromium
+      clang-14 libclang-rt-14-dev)        # scripts/build-clang.sh, sanitize.sh, fuzz.sh (ASan/UBSan, libFuzzer)
 # node and npm: the nodesource 'nodejs' package ships npm itself and conflicts with
 # Debian's 'npm'; install Debian's pair only where no node is present at all.
 command -v node >/dev/null 2>&1 || PKGS+=(nodejs)

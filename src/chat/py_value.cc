@@ -88,7 +88,7 @@ void PyValue::dict_set(PyValue key, PyValue value) {
       return;
     }
   }
-  entries.emplace_back(std::move(key), std::move(value));
+  entries.push_back(Entry{std::move(key), std::move(value)});
 }
 
 std::string py_int_of_double(double v) {

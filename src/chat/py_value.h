@@ -19,9 +19,10 @@ struct PyValue {
   double f = 0.0;
   std::string s;                                     // kStr text; kInt decimal digits ("-12")
   std::vector<PyValue> items;                        // kList / kTuple
-  std::vector<std::pair<PyValue, PyValue>> entries;  // kDict, insertion order
+  struct Entry;                                      // a dict item: first = key, second = value
+  std::vector<Entry> entries;                        // kDict, insertion order
 
-  static PyValue none() { return {}; }
+  static PyValue none();
   static PyValue boolean(bool v);
   static PyValue integer(std::string digits);  // canonical decimal, e.g. "0", "-15"
   static PyValue floating(double v);
@@ -31,6 +32,13 @@ struct PyValue {
   // dict[key] = value: an existing equal key keeps its position and takes the new value.
   void dict_set(PyValue key, PyValue value);
 };
+
+// Not std::pair: pair<PyValue, PyValue> inside PyValue needs PyValue complete (clang + libstdc++).
+struct PyValue::Entry {
+  PyValue first;
+  PyValue second;
+};
+inline PyValue PyValue::none() { return {}; }
 
 // Python's == for the hashable scalars used as dict keys (1 == 1.0 == True).
 bool py_key_equal(const PyValue& a, const PyValue& b);

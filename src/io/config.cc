@@ -217,8 +217,6 @@ QuantConfig parse_quant(const Reader& q) {
   return c;
 }
 
-json read_json(const std::string& path) { return read_json_file(path); }
-
 }  // namespace
 
 int TextConfig::num_full_layers() const {

@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "ops/prefetch_hint.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
 
@@ -73,8 +74,8 @@ Bandwidth BandwidthProbe::measure(int repeats, int64_t bytes_per_array) const {
       const __m128 s = _mm_set1_ps(3.0f);
       for (int64_t i = b * kUnit; i < e * kUnit; i += 4) {
         if (i % 16 == 0) {
-          _mm_prefetch(reinterpret_cast<const char*>(pb + i) + kAhead, static_cast<_mm_hint>(Hint));
-          _mm_prefetch(reinterpret_cast<const char*>(pc + i) + kAhead, static_cast<_mm_hint>(Hint));
+          _mm_prefetch(reinterpret_cast<const char*>(pb + i) + kAhead, QINFER_MM_HINT(Hint));
+          _mm_prefetch(reinterpret_cast<const char*>(pc + i) + kAhead, QINFER_MM_HINT(Hint));
         }
         _mm_storeu_ps(pa + i, _mm_add_ps(_mm_loadu_ps(pb + i), _mm_mul_ps(s, _mm_loadu_ps(pc + i))));
       }
@@ -88,7 +89,7 @@ Bandwidth BandwidthProbe::measure(int repeats, int64_t bytes_per_array) const {
       for (int64_t u = b; u < e; ++u) {
         const float* p = data_ + (u / units) * n_ + (u % units) * kUnit;   // unit u of the three runs
         for (int64_t i = 0; i < kUnit; i += 16) {  // one 64-byte line per step
-          _mm_prefetch(reinterpret_cast<const char*>(p + i) + kAhead, static_cast<_mm_hint>(Hint));
+          _mm_prefetch(reinterpret_cast<const char*>(p + i) + kAhead, QINFER_MM_HINT(Hint));
           s0 = _mm_add_ps(s0, _mm_load_ps(p + i));
           s1 = _mm_add_ps(s1, _mm_load_ps(p + i + 4));
           s2 = _mm_add_ps(s2, _mm_load_ps(p + i + 8));

@@ -1,7 +1,7 @@
 // Internal: dense decode kernels (n = 1 and n < kPrefillMin activation rows):
 // fused row tiles, the sequential-row matvec and its memory-access variants.
 // Not include-guarded on purpose: included once, by matmul_simd.h, inside an ISA file's
-// anonymous namespace (V is that file's vector-traits struct).
+// anonymous namespace (V is that file's vector-traits struct). The ISA file includes ops/prefetch_hint.h first (QINFER_MM_HINT).
 
 // Loaders: W consecutive weights of element type E widened to one fp32 vector.
 template <class E, class Full>
@@ -113,7 +113,7 @@ inline void dense_row_seq(const E* w, const float* x, int64_t K, float* y, const
     if constexpr (Hint >= 0) {
       QINFER_UNROLL
       for (int l = 0; l < A * V::W * static_cast<int>(sizeof(E)); l += 64)
-        _mm_prefetch(pf + k * sizeof(E) + l, static_cast<_mm_hint>(Hint));
+        _mm_prefetch(pf + k * sizeof(E) + l, QINFER_MM_HINT(Hint));
     }
     QINFER_UNROLL
     for (int a = 0; a < A; ++a) acc[a] = V::fma(L::ld(w + k + a * V::W), V::load(x + k + a * V::W), acc[a]);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ops/matmul_table.h"
+#include "ops/prefetch_hint.h"
 
 namespace qinfer::ops::detail {
 namespace {

@@ -3,7 +3,9 @@
 // widened to fp32 in registers. GPTQ: VNNI byte dot products (vpdpbusd).
 // GCC 12 flags its own _mm512_undefined_* helpers inside the intrinsics headers.
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <algorithm>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "ops/matmul_table.h"
+#include "ops/prefetch_hint.h"
 
 namespace qinfer::ops::detail {
 namespace {

@@ -3,7 +3,9 @@
 // seq_kernels.cc only when cpuid reports avx512f/bw/vl/dq.
 // GCC 12 flags its own _mm512_undefined_* helpers inside the intrinsics headers.
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <cmath>

@@ -587,7 +587,7 @@ void HttpServer::Impl::chat(const httplib::Request& req, httplib::Response& res)
     spec = tool_call_spec(r.tools, r.tool_choice == ToolChoice::kNamed ? r.tool_choice_name : "");
   }
   if (spec) {
-    r.gen.grammar = compile_structured(E(), *spec);
+    r.gen.grammar = compile_structured(E().grammar_compiler(), *spec);
     if (thinking && forced.empty() && think_end_id >= 0) r.gen.grammar_start_after = think_end_id;
   }
   check_queue(r.n, prompt_len * r.n, "n");
@@ -644,7 +644,7 @@ void HttpServer::Impl::completions(const httplib::Request& req, httplib::Respons
   int64_t queued_tokens = 0;
   for (const auto& p : prompts) queued_tokens += static_cast<int64_t>(p.size()) * r.n;
   check_queue(static_cast<int>(prompts.size()) * r.n, queued_tokens, "prompt");
-  if (r.structured) r.gen.grammar = compile_structured(E(), *r.structured);
+  if (r.structured) r.gen.grammar = compile_structured(E().grammar_compiler(), *r.structured);
   JobConfig jc = job_config(req, false, r.model, r.stream, r.include_usage, r.continuous_usage);
   jc.logprobs = r.gen.logprobs >= 0;
   jc.return_token_ids = !tok || (body.contains("return_token_ids") && body["return_token_ids"] == true);

@@ -208,12 +208,8 @@ void parse_stream(const json& b, bool& stream, bool& include_usage, bool& contin
 
 int64_t parse_max_tokens(const json& b, const char* first, const char* second, const SamplingDefaults& d) {
   std::optional<int64_t> v;
-  const char* name = first;
   if (first) v = opt_int(b, first, 1, INT64_MAX);
-  if (!v) {
-    v = opt_int(b, second, 1, INT64_MAX);
-    name = second;
-  }
+  if (!v) v = opt_int(b, second, 1, INT64_MAX);
   if (!v && d.max_tokens) return *d.max_tokens;
   return v.value_or(-1);
 }

@@ -1,6 +1,5 @@
 #include "server/structured_output.h"
 
-#include "engine/engine.h"
 #include "server/api_error.h"
 #include "util/error.h"
 #include "util/json_parse.h"
@@ -124,8 +123,7 @@ grammar::Spec tool_call_spec(const json& tools, const std::string& named) {
   return {grammar::SpecKind::kToolCall, j.dump(), "tools"};
 }
 
-std::shared_ptr<const grammar::Grammar> compile_structured(engine::Engine& eng, const grammar::Spec& spec) {
-  grammar::Compiler* c = eng.grammar_compiler();
+std::shared_ptr<const grammar::Grammar> compile_structured(grammar::Compiler* c, const grammar::Spec& spec) {
   if (!c) bad_request(spec.field, cat(spec.field, ": structured outputs need a model with a tokenizer"));
   try {
     return c->compile(spec);

@@ -10,10 +10,6 @@
 
 #include "grammar/compiler.h"
 
-namespace qinfer::engine {
-class Engine;
-}
-
 namespace qinfer::server {
 
 // nullopt: the request asks for free text. Throws ApiError 400 for a malformed field.
@@ -23,7 +19,8 @@ std::optional<grammar::Spec> parse_structured_output(const nlohmann::ordered_jso
 grammar::Spec tool_call_spec(const nlohmann::ordered_json& tools, const std::string& named);
 
 // Compiles (or finds in the cache) the grammar; a bad or unsupported schema / regex /
-// grammar is an ApiError 400 naming the field and the feature.
-std::shared_ptr<const grammar::Grammar> compile_structured(engine::Engine& eng, const grammar::Spec& spec);
+// grammar is an ApiError 400 naming the field and the feature. `compiler` is the engine's
+// (Engine::grammar_compiler()); null (a model without a tokenizer) is a 400 too.
+std::shared_ptr<const grammar::Grammar> compile_structured(grammar::Compiler* compiler, const grammar::Spec& spec);
 
 }  // namespace qinfer::server

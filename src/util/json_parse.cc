@@ -54,7 +54,7 @@ J parse_impl(std::string_view text, const std::string& source, int max_depth) {
           deep_path = pt.path();
           throw std::length_error("depth");
         }
-        pt.frames.push_back({ev == event::array_start});
+        pt.frames.push_back({ev == event::array_start, 0, 0, {}});
         break;
       case event::key:
         if (!pt.frames.empty()) pt.frames.back().key = parsed.template get<std::string>();

@@ -177,7 +177,7 @@ TEST(ToolCallStream, DuplicateParameterStreamsValidJsonWithSameMeaning) {
 // The server's pipeline: reasoning stream first, its content into the tool stream.
 TEST(ToolCallStream, BehindTheReasoningStreamEverySplit) {
   const std::string c = call("get_weather", param("city", "Paris"));
-  for (const std::string text : {"The user wants weather.\n</think>\n\n" + c, "Need data.\n" + c}) {
+  for (const std::string& text : {"The user wants weather.\n</think>\n\n" + c, "Need data.\n" + c}) {
     const auto split = split_reasoning(text);
     const auto ref = parse_tool_calls(split.content.value_or(""), tools(), counter_ids());
     for (size_t a = 0; a <= text.size(); ++a) {
