@@ -1,7 +1,8 @@
 // qinfer bench --model DIR: prefill tokens/s (512 and 2048 tokens), decode
 // tokens/s at several context lengths, the bytes one decode token must read, the
 // machine's memory bandwidth (a triad and a read pass it runs itself), and
-// decode speed as a percentage of the bandwidth floor.
+// decode speed as a percentage of the bandwidth floor. --image-size: the vision
+// tower instead (bench_image.h).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "cli/bench_image.h"
 #include "cli/bench_prefix.h"
 #include "cli/bench_speculative.h"
 #include "cli/commands.h"
@@ -99,7 +101,8 @@ int cmd_bench(int argc, char** argv) {
   std::vector<OptionSpec> specs = {{"model", true}, {"threads", true}, {"dense", true}, {"prefill", true},
                                    {"rounds", true}, {"contexts", true}, {"decode-tokens", true},
                                    {"mmap-dense", false}, {"help", false}, {"prefix-cache", true},
-                                   {"speculative", true}, {"draft-vocab", true}, {"draft-int8", false}};
+                                   {"speculative", true}, {"draft-vocab", true}, {"draft-int8", false},
+                                   {"image-size", true}, {"images", true}};
   for (auto& o : engine::prefix_cache_option_specs()) specs.push_back(o);
   for (auto& o : memory_option_specs()) specs.push_back(o);
   Args a(argc, argv, specs);
@@ -115,11 +118,15 @@ int cmd_bench(int argc, char** argv) {
                  "--prefix-cache N [--prefix-cache-gb GB]: instead, time to first token of a request sharing an\n"
                  "N-token prefix with the one before (prefix cache) against cold ones, and the cache's memory.\n"
                  "--speculative K [--draft-vocab N] [--draft-int8] instead measures MTP speculative decoding (k = 1..K):\n"
-                 "verify and draft costs against a decode step and oracle-acceptance tokens/s (needs mtp.*).\n%s",
+                 "verify and draft costs against a decode step and oracle-acceptance tokens/s (needs mtp.*).\n"
+                 "--image-size S [--images K] instead times the vision tower alone (the text model is not loaded)\n"
+                 "on K synthetic SxS images in one pass: preprocessing, per-stage times, GFLOP/s against the GEMM\n"
+                 "rate of the same kernels on the tower's matrices (needs model.visual.*: qinfer synth --vision).\n%s",
                  memory_flags_help());
     return 0;
   }
   if (a.has("prefix-cache")) return bench_prefix_cache(a);
+  if (a.has("image-size") || a.has("images")) return bench_image(a);
   LoadOptions lo = load_options_from_args(a);
   if (lo.threads > 0) ThreadPool::set_global_threads(lo.threads);  // before the bandwidth probe
   lo.resident_dense = !a.has("mmap-dense");

@@ -8,6 +8,7 @@
 #include "ops/attention_kernels.h"
 #include "ops/vec_math.h"
 #include "util/error.h"
+#include "util/log.h"
 #include "util/thread_pool.h"
 
 namespace qinfer::vision {
@@ -189,17 +190,39 @@ size_t VisionTower::weight_bytes() const {
   return n;
 }
 
-double VisionTower::flops(const ImagePatches& img) const {
-  const double N = static_cast<double>(img.patches()), H = cfg_.hidden_size, I = cfg_.intermediate_size,
-               M = static_cast<double>(cfg_.merge_width()), O = cfg_.out_hidden_size;
-  const double seg = static_cast<double>(img.grid_h * img.grid_w);
-  const double per_block = 2 * N * (3 * H * H + H * H + 2 * H * I) + 4 * N * seg * H;
-  const double merged = N / (cfg_.spatial_merge_size * cfg_.spatial_merge_size);
-  return 2 * N * static_cast<double>(cfg_.patch_values()) * H + cfg_.depth * per_block +
-         2 * merged * (M * M + M * O);
+VisionFlops VisionTower::flops(const std::vector<const ImagePatches*>& images) const {
+  const double H = cfg_.hidden_size, I = cfg_.intermediate_size, M = static_cast<double>(cfg_.merge_width()),
+               O = cfg_.out_hidden_size, D = cfg_.depth, K = static_cast<double>(cfg_.patch_values());
+  VisionFlops f;
+  for (const ImagePatches* img : images) {
+    const double N = static_cast<double>(img->patches()), frame = static_cast<double>(img->grid_h * img->grid_w);
+    const double merged = N / (cfg_.spatial_merge_size * cfg_.spatial_merge_size);
+    f.embed += 2 * N * K * H;
+    f.qkv += D * 2 * N * H * 3 * H;
+    f.attention += D * 4 * N * frame * H;
+    f.proj += D * 2 * N * H * H;
+    f.fc1 += D * 2 * N * H * I;
+    f.fc2 += D * 2 * N * I * H;
+    f.merger += 2 * merged * (M * M + M * O);
+  }
+  return f;
 }
 
-std::vector<float> VisionTower::forward(const std::vector<const ImagePatches*>& images, VisionTrace* trace) const {
+std::vector<const ops::DenseMatrix*> VisionTower::block_matrices() const {
+  const Block& k = blocks_.at(0);
+  return {&k.qkv, &k.proj, &k.fc1, &k.fc2};
+}
+
+std::vector<float> VisionTower::forward(const std::vector<const ImagePatches*>& images, VisionTrace* trace,
+                                       VisionTimes* times) const {
+  const double t_start = now_seconds();
+  double t_mark = t_start;
+  auto lap = [&](double VisionTimes::*stage) {   // adds the time since the last lap to `stage`
+    if (!times) return;
+    const double t = now_seconds();
+    times->*stage += t - t_mark;
+    t_mark = t;
+  };
   const VisionConfig& c = cfg_;
   const int64_t H = c.hidden_size, hd = c.head_dim(), nh = c.num_heads, m = c.spatial_merge_size;
   const int64_t K = c.patch_values(), side = c.grid_side();
@@ -314,13 +337,16 @@ std::vector<float> VisionTower::forward(const std::vector<const ImagePatches*>& 
   shape.out_stride = H;
   shape.scale = 1.0f / std::sqrt(static_cast<float>(hd));
   if (trace) trace->block_out.clear();
+  lap(&VisionTimes::embed);
   for (int bi = 0; bi < c.depth; ++bi) {
     const Block& k = blocks_[bi];
     layer_norm_rows(X.data(), k.norm1_w.data(), k.norm1_b.data(), N, H, Y.data());
     if (trace && bi == 0) trace->block0_norm1 = Y;
+    lap(&VisionTimes::norms);
     ops::matmul(k.qkv, Y.data(), N, qkv.data());
     add_bias(qkv.data(), k.qkv_b.data(), N, 3 * H);
     if (trace && bi == 0) trace->block0_qkv = qkv;
+    lap(&VisionTimes::qkv);
     // rotary on q and k, every head, all head_dim values (rotate-half)
     parallel_for(N, 16, [&](int64_t r0, int64_t r1, int) {
       for (int64_t r = r0; r < r1; ++r) {
@@ -345,6 +371,7 @@ std::vector<float> VisionTower::forward(const std::vector<const ImagePatches*>& 
         std::memcpy(&trace->block0_k_rot[r * H], &qkv[r * 3 * H + H], H * 4);
       }
     }
+    lap(&VisionTimes::rope);
     for (size_t s = 0; s < segs.size(); ++s) {
       kbase[s] = qkv.data() + segs[s].begin * 3 * H + H;
       vbase[s] = qkv.data() + segs[s].begin * 3 * H + 2 * H;
@@ -358,19 +385,25 @@ std::vector<float> VisionTower::forward(const std::vector<const ImagePatches*>& 
     }
     ops::attention(shape, aseqs.data(), aseqs.size());
     if (trace && bi == 0) trace->block0_attn_core = att;
+    lap(&VisionTimes::attention);
     ops::matmul(k.proj, att.data(), N, proj.data());
     if (trace && bi == 0) {
       trace->block0_attn_out = proj;
       add_bias(trace->block0_attn_out.data(), k.proj_b.data(), N, H);
     }
     add_residual(X.data(), proj.data(), k.proj_b.data(), N, H);
+    lap(&VisionTimes::proj);
     layer_norm_rows(X.data(), k.norm2_w.data(), k.norm2_b.data(), N, H, Y.data());
+    lap(&VisionTimes::norms);
     for (int64_t r0 = 0; r0 < N; r0 += chunk) {
       const int64_t n = std::min(chunk, N - r0);
       ops::matmul(k.fc1, Y.data() + r0 * H, n, mid.data());
+      lap(&VisionTimes::fc1);
       if (c.hidden_act == "gelu") bias_gelu_erf(mid.data(), k.fc1_b.data(), n, I);
       else bias_gelu_tanh(mid.data(), k.fc1_b.data(), n, I);
+      lap(&VisionTimes::gelu);
       ops::matmul(k.fc2, mid.data(), n, proj.data() + r0 * H);
+      lap(&VisionTimes::fc2);
     }
     if (trace && bi == 0) {
       trace->block0_mlp_out = std::vector<float>(proj.begin(), proj.begin() + N * H);
@@ -378,6 +411,7 @@ std::vector<float> VisionTower::forward(const std::vector<const ImagePatches*>& 
     }
     add_residual(X.data(), proj.data(), k.fc2_b.data(), N, H);
     if (trace) trace->block_out.push_back(X);
+    lap(&VisionTimes::fc2);
   }
   if (trace) trace->last_hidden_state = X;
   qkv = {};
@@ -390,6 +424,8 @@ std::vector<float> VisionTower::forward(const std::vector<const ImagePatches*>& 
   bias_gelu_erf(u.data(), merger_b1_.data(), Nm, MW);
   ops::matmul(merger_w2_, u.data(), Nm, out.data());
   add_bias(out.data(), merger_b2_.data(), Nm, O);
+  lap(&VisionTimes::merger);
+  if (times) times->total += now_seconds() - t_start;
   return out;
 }
 

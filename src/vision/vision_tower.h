@@ -28,6 +28,32 @@ struct VisionTrace {
   std::vector<float> last_hidden_state;
 };
 
+// Wall-clock seconds of one forward, by stage (qinfer bench's image figure).
+struct VisionTimes {
+  double embed = 0;       // patch embedding (product + bias), position table, rotary tables
+  double norms = 0;       // the blocks' LayerNorms
+  double qkv = 0;         // qkv product + bias
+  double rope = 0;        // rotary on q and k
+  double attention = 0;   // per-image attention core
+  double proj = 0;        // output projection + bias + residual
+  double fc1 = 0;         // MLP up product
+  double gelu = 0;        // bias + GELU
+  double fc2 = 0;         // MLP down product + bias + residual
+  double merger = 0;      // LayerNorm, 2x2 merge, fc1, GELU, fc2
+  double total = 0;
+  double blocks() const { return norms + qkv + rope + attention + proj + fc1 + gelu + fc2; }
+};
+
+// Analytic floating point operations of one forward, by stage: 2 per multiply-add
+// of every matrix product (patch embedding, qkv, proj, fc1, fc2, the merger's two),
+// and of attention's two products per head (scores q·k and weights·v, over the
+// image's own patches: 4 * patches * patches_of_its_frame * hidden per block).
+// Element-wise work (norms, rotary, softmax, GELU, bias) is not counted.
+struct VisionFlops {
+  double embed = 0, qkv = 0, attention = 0, proj = 0, fc1 = 0, fc2 = 0, merger = 0;
+  double total() const { return embed + qkv + attention + proj + fc1 + fc2 + merger; }
+};
+
 class VisionTower {
  public:
   // Binds the `prefix` tensors (every expected one present with its exact shape and
@@ -41,12 +67,15 @@ class VisionTower {
   const VisionConfig& config() const { return cfg_; }
   size_t weight_bytes() const;
   int64_t tensor_count() const { return n_tensors_; }
-  // Number of matrix-product floating point operations for one image (2 per MAC,
-  // attention scores and values included).
-  double flops(const ImagePatches& img) const;
+  // See VisionFlops; several images add up (attention stays within each image).
+  VisionFlops flops(const std::vector<const ImagePatches*>& images) const;
+  // Block 0's weight matrices (qkv, proj, fc1, fc2), for benchmarks of their products.
+  std::vector<const ops::DenseMatrix*> block_matrices() const;
 
   // Merged embeddings of all images, in order: [sum merged tokens][out_hidden_size].
-  std::vector<float> forward(const std::vector<const ImagePatches*>& images, VisionTrace* trace = nullptr) const;
+  // times (optional): per-stage seconds, added to what it holds.
+  std::vector<float> forward(const std::vector<const ImagePatches*>& images, VisionTrace* trace = nullptr,
+                             VisionTimes* times = nullptr) const;
 
  private:
   VisionTower() = default;
