@@ -9,7 +9,7 @@
 #include "cli/generation_flags.h"
 #include "io/checkpoint.h"
 #include "io/config.h"
-#include "ops/kernels.h"
+#include "ops/matmul.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "util/thread_pool.h"
