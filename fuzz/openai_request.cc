@@ -3,6 +3,7 @@
 // JSON with the depth limit, the unimplemented-field check, the ignored-field list, the
 // parse and validation, for chat the prompt rendered with the Qwen3.5 chat template, and the
 // structured-output grammar (schema, regex, choice, GBNF, forced tool call) compiled.
+#include "chat/chat_format.h"
 #include "fuzz_util.h"
 #include "jinja/chat_template.h"
 #include "server/api_error.h"
@@ -49,7 +50,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)ignored_fields(body, chat);
     if (chat) {
       const ChatRequest r = parse_chat_request(body, limits);
-      (void)render_chat_prompt(r, qwen_template(), nlohmann::ordered_json::object());
+      (void)render_chat_prompt(r, qwen_template(), qinfer::chat::ChatFormat(), nlohmann::ordered_json::object());
       std::optional<qinfer::grammar::Spec> spec = r.structured;
       if (!spec && (r.tool_choice == ToolChoice::kRequired || r.tool_choice == ToolChoice::kNamed))
         spec = tool_call_spec(r.tools, r.tool_choice == ToolChoice::kNamed ? r.tool_choice_name : "");

@@ -8,6 +8,7 @@
 #include "chat/text_util.h"
 #include "util/py_escape.h"
 #include "util/py_format.h"
+#include "util/py_json_writer.h"
 
 namespace qinfer::chat {
 
@@ -115,54 +116,46 @@ std::string py_int_of_double(double v) {
   return out;
 }
 
-void py_json_dump_string(std::string& out, std::string_view s) {
-  out += '"';
-  for (char ch : s) json_escape_byte(out, ch);
-  out += '"';
-}
+void py_json_dump_string(std::string& out, std::string_view s) { PyJsonWriter(out).string(s); }
 
 namespace {
 
-void dump_float(std::string& out, double v) { out += py_json_float(v); }
-
-void dump(std::string& out, const PyValue& v) {
+// json.dumps's walk over a PyValue; every spelling is PyJsonWriter's.
+void dump(PyJsonWriter& w, const PyValue& v) {
   using K = PyValue::Kind;
   switch (v.kind) {
-    case K::kNone: out += "null"; return;
-    case K::kBool: out += v.b ? "true" : "false"; return;
-    case K::kInt: out += v.s; return;
-    case K::kFloat: dump_float(out, v.f); return;
-    case K::kStr: py_json_dump_string(out, v.s); return;
+    case K::kNone: w.null(); return;
+    case K::kBool: w.boolean(v.b); return;
+    case K::kInt: w.integer(v.s); return;
+    case K::kFloat: w.floating(v.f); return;
+    case K::kStr: w.string(v.s); return;
     case K::kList:
     case K::kTuple:
-      out += '[';
-      for (size_t i = 0; i < v.items.size(); ++i) {
-        if (i) out += ", ";
-        dump(out, v.items[i]);
+      w.begin_list();
+      for (const PyValue& item : v.items) {
+        w.item();
+        dump(w, item);
       }
-      out += ']';
+      w.end_list();
       return;
     case K::kDict:
-      out += '{';
-      for (size_t i = 0; i < v.entries.size(); ++i) {
-        if (i) out += ", ";
-        const PyValue& k = v.entries[i].first;
+      w.begin_dict();
+      for (const PyValue::Entry& e : v.entries) {
+        const PyValue& k = e.first;
+        w.item();
+        // Keys become strings: str as is, the other scalars as json.dumps spells them.
         switch (k.kind) {
-          case K::kStr: py_json_dump_string(out, k.s); break;
-          case K::kInt: out += '"' + k.s + '"'; break;
-          case K::kBool: out += k.b ? "\"true\"" : "\"false\""; break;
-          case K::kNone: out += "\"null\""; break;
-          case K::kFloat:
-            out += '"';
-            dump_float(out, k.f);
-            out += '"';
-            break;
+          case K::kStr: w.string(k.s); break;
+          case K::kInt: w.string(k.s); break;
+          case K::kBool: w.string(k.b ? "true" : "false"); break;
+          case K::kNone: w.string("null"); break;
+          case K::kFloat: w.string(py_json_float(k.f)); break;
           default: throw JsonDumpError("keys must be str, int, float, bool or None");
         }
-        out += ": ";
-        dump(out, v.entries[i].second);
+        w.key_end();
+        dump(w, e.second);
       }
-      out += '}';
+      w.end_dict();
       return;
     case K::kUnserializable: throw JsonDumpError("object is not JSON serializable");
   }
@@ -194,7 +187,8 @@ bool ieq(std::string_view a, std::string_view b) {
 
 std::string py_json_dumps(const PyValue& v) {
   std::string out;
-  dump(out, v);
+  PyJsonWriter w(out);
+  dump(w, v);
   return out;
 }
 

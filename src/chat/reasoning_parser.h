@@ -8,12 +8,9 @@
 #include <string>
 #include <string_view>
 
-namespace qinfer::chat {
+#include "chat/chat_format.h"  // kThinkStart, kThinkEnd, kToolCallStart, kToolCallEnd
 
-inline constexpr std::string_view kThinkStart = "<think>";
-inline constexpr std::string_view kThinkEnd = "</think>";
-inline constexpr std::string_view kToolCallStart = "<tool_call>";
-inline constexpr std::string_view kToolCallEnd = "</tool_call>";
+namespace qinfer::chat {
 
 struct ReasoningSplit {
   std::optional<std::string> reasoning;  // nullopt: vLLM's None

@@ -108,13 +108,21 @@ std::unique_ptr<Engine> Engine::load(const std::string& dir, const EngineOptions
       log_warn("no usable chat template in ", dir, ": ", e.what());
     }
   }
-  return std::make_unique<Engine>(std::move(runner), std::move(tok), std::move(tmpl), opts);
+  chat::ChatFormat format;
+  if (tok) {
+    try {
+      format = chat::ChatFormat::load(dir);
+    } catch (const Error& e) {
+      log_warn("chat format of ", dir, ": ", e.what(), "; using the Qwen3.5 defaults");
+    }
+  }
+  return std::make_unique<Engine>(std::move(runner), std::move(tok), std::move(tmpl), opts, std::move(format));
 }
 
 Engine::Engine(std::unique_ptr<ModelRunner> model, std::unique_ptr<Tokenizer> tokenizer,
-               std::unique_ptr<ChatTemplate> chat_template, const EngineOptions& opts)
+               std::unique_ptr<ChatTemplate> chat_template, const EngineOptions& opts, chat::ChatFormat format)
     : model_(std::move(model)), tokenizer_(std::move(tokenizer)),
-      chat_template_(std::move(chat_template)), opts_(opts) {
+      chat_template_(std::move(chat_template)), format_(std::move(format)), opts_(opts) {
   if (opts_.max_num_seqs < 1) fail("max_num_seqs must be >= 1, got ", opts_.max_num_seqs);
   if (opts_.prefill_chunk < 1) fail("prefill_chunk must be >= 1, got ", opts_.prefill_chunk);
   vocab_ = model_->vocab_size();
@@ -138,7 +146,7 @@ Engine::Engine(std::unique_ptr<ModelRunner> model, std::unique_ptr<Tokenizer> to
   }
   eos_ids_ = model_->eos_token_ids();
   if (tokenizer_) {
-    for (const char* t : {"<|im_end|>", "<|endoftext|>"}) {
+    for (const std::string& t : format_.stop_tokens()) {
       if (auto id = tokenizer_->token_id(t); id && *id < vocab_) eos_ids_.push_back(*id);
     }
   }
@@ -328,6 +336,10 @@ void Engine::finish_seq(Seq& s, FinishReason r, const std::string& stop_str, int
   else s.stream->finish(r, stop_str, stop_token, error);
 }
 
+// Called by loop() once per iteration that has active sequences (the scheduler thread only);
+// runs after loop() admitted queued requests and dropped cancelled ones. Runs step_batch and
+// then, even when it throws, delivers the finishes it deferred (finish_seq while in_step_),
+// so no stream sees its end before the step's other tokens are pushed.
 void Engine::step(std::vector<std::unique_ptr<Seq>>& active) {
   struct Flush {   // also when step_batch throws
     Engine* e;
@@ -341,6 +353,10 @@ void Engine::step(std::vector<std::unique_ptr<Seq>>& active) {
   step_batch(active);
 }
 
+// The scheduler thread's body: started by the constructor, ended by the destructor (stop_).
+// Each iteration waits for work, aborts cancelled requests, moves queued ones (submit) into
+// the active set up to max_num_seqs, publishes the counters stats() reads, then runs one
+// step() over every active sequence and drops those that finished in it.
 void Engine::loop() {
   std::vector<std::unique_ptr<Seq>> active;
   while (true) {
@@ -851,6 +867,10 @@ SavedState Engine::save_state_of(const Seq& s) {
   return st;
 }
 
+// Called by step_batch for a non-speculating sequence whose step ended on a row to sample
+// (decode, or the last prefill chunk), and for a speculating one after its prefill; runs after
+// the forward pass filled `logits` and prefix_after_step saved any block-edge state. Samples
+// the next token (under the grammar's mask) and hands it to emit_token; true when s finished.
 bool Engine::process_token(Seq& s, const float* logits) {
   TokenOut info;
   info.token = s.sampler->sample(logits, &info, grammar_mask(s));

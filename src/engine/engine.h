@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "chat/chat_format.h"
 #include "engine/gen_params.h"
 #include "util/error.h"
 #include "engine/model_runner.h"
@@ -88,9 +89,12 @@ class Engine {
  public:
   // Loads model, and tokenizer + chat template when the folder has them.
   static std::unique_ptr<Engine> load(const std::string& dir, const EngineOptions& opts);
-  // tokenizer / chat template may be null (id-only models).
+  // tokenizer / chat template may be null (id-only models). format: the chat format's
+  // strings (stop tokens; the server's tool-call and thinking markers), the Qwen3.5 defaults
+  // unless the folder's files say otherwise (chat::ChatFormat::load, which load() calls).
   Engine(std::unique_ptr<ModelRunner> model, std::unique_ptr<Tokenizer> tokenizer,
-         std::unique_ptr<ChatTemplate> chat_template, const EngineOptions& opts);
+         std::unique_ptr<ChatTemplate> chat_template, const EngineOptions& opts,
+         chat::ChatFormat format = chat::ChatFormat());
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -107,6 +111,7 @@ class Engine {
 
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }
   const ChatTemplate* chat_template() const { return chat_template_.get(); }
+  const chat::ChatFormat& chat_format() const { return format_; }
   bool has_vision() const { return model_->has_vision(); }   // GenParams::images can be served
   int64_t max_model_len() const { return max_model_len_; }
   int vocab_size() const { return vocab_; }
@@ -155,6 +160,7 @@ class Engine {
   std::unique_ptr<ModelRunner> model_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<ChatTemplate> chat_template_;
+  chat::ChatFormat format_;
   EngineOptions opts_;
   int vocab_ = 0;
   int64_t max_model_len_ = 0;

@@ -19,16 +19,6 @@ std::string read_file(const std::filesystem::path& p) {
   return ss.str();
 }
 
-// bos_token etc. are a string, an AddedToken-like {"content": ...} object, or null.
-std::string token_string(const nlohmann::ordered_json& cfg, const char* key, const std::string& file) {
-  auto it = cfg.find(key);
-  if (it == cfg.end() || it->is_null()) return "";
-  if (it->is_string()) return it->get<std::string>();
-  if (it->is_object() && it->contains("content") && (*it)["content"].is_string())
-    return (*it)["content"].get<std::string>();
-  fail(file, ": field '", key, "' must be a string, an object with \"content\", or null");
-}
-
 }  // namespace
 
 ChatTemplate ChatTemplate::from_string(std::string source, std::string name) {
@@ -72,10 +62,10 @@ ChatTemplate ChatTemplate::load(const std::string& model_dir) {
     }
     ct = from_string(std::move(src), "tokenizer_config.json:chat_template");
   }
-  ct.bos_token_ = token_string(cfg, "bos_token", cfg_path.string());
-  ct.eos_token_ = token_string(cfg, "eos_token", cfg_path.string());
-  ct.pad_token_ = token_string(cfg, "pad_token", cfg_path.string());
-  ct.unk_token_ = token_string(cfg, "unk_token", cfg_path.string());
+  ct.bos_token_ = special_token_field(cfg, "bos_token", cfg_path.string());
+  ct.eos_token_ = special_token_field(cfg, "eos_token", cfg_path.string());
+  ct.pad_token_ = special_token_field(cfg, "pad_token", cfg_path.string());
+  ct.unk_token_ = special_token_field(cfg, "unk_token", cfg_path.string());
   return ct;
 }
 

@@ -80,16 +80,19 @@ void check_state(const char* what, size_t step, const SequenceState* state, cons
   if (!seen.insert(state).second) fail(what, ": step ", step, " uses a sequence state that another step also uses");
 }
 
-// Final norm and lm_head: all rows of all_logits steps straight into their
-// buffers; the last rows of the other steps batched together in one product.
-struct Out {
+// Where the final norm and lm_head of one step write: its logits (every row for
+// all_logits, else the last row) and, optionally, its normed hidden rows.
+struct StepOutputs {
   float* logits;   // null: no lm_head for this step
   bool all;
   float* hidden;   // optional [n][H] normed hidden states
 };
 
-void head(const TextConfig& tc, const std::vector<float>& norm, const model::Linear& lm_head, const float* X,
-          const std::vector<model::Span>& spans, const std::vector<Out>& outs, std::vector<float>* all_hidden) {
+// Final norm and lm_head: all rows of all_logits steps straight into their
+// buffers; the last rows of the other steps batched together in one product.
+void final_norm_and_lm_head(const TextConfig& tc, const std::vector<float>& norm, const model::Linear& lm_head,
+                            const float* X, const std::vector<model::Span>& spans,
+                            const std::vector<StepOutputs>& outs, std::vector<float>* all_hidden) {
   const int64_t H = tc.hidden_size, V = lm_head.rows;   // a draft head may score a prefix of the vocabulary
   const float eps = static_cast<float>(tc.rms_norm_eps);
   const int64_t N = spans.back().begin + spans.back().n;
@@ -193,12 +196,15 @@ void Model::validate(const std::vector<Step>& steps) const {
   }
 }
 
+// One pass over already validated steps, all their tokens as the N rows of one
+// activation matrix (docs/MODEL.md §2).
 void Model::forward_batch(const std::vector<Step>& steps, ForwardTrace* trace) {
   if (w_->expert_cache) w_->expert_cache->maybe_rebalance();   // between passes: no product is running
   const TextConfig& tc = config_.text;
   const int64_t H = tc.hidden_size;
+  // 1. Lay the steps out as row spans [begin, begin + n) of X, each with its state and positions.
   std::vector<model::Span> spans;
-  std::vector<Out> outs;
+  std::vector<StepOutputs> outs;
   int64_t N = 0;
   for (const Step& st : steps) {
     spans.push_back({st.state, N, st.n_tokens, st.state->n_tokens(), st.mrope_pos, st.rope_delta, st.keep_states});
@@ -207,6 +213,7 @@ void Model::forward_batch(const std::vector<Step>& steps, ForwardTrace* trace) {
     N += st.n_tokens;
   }
 
+  // 2. Embedding lookup: X[t] = embed_tokens[token t], image rows put in place of their placeholders.
   std::vector<float> X(N * H);
   std::optional<model::ProfileScope> prof(std::in_place, model::Part::kEmbed);
   for (const auto& sp : spans) {
@@ -222,6 +229,7 @@ void Model::forward_batch(const std::vector<Step>& steps, ForwardTrace* trace) {
     trace->router_topk.resize(tc.num_hidden_layers);
   }
   prof.reset();
+  // 3. The decoder layers, in place on X: DeltaNet or gated attention, then the MoE block.
   std::vector<KvCache*> caches(spans.size());
   for (int L = 0; L < tc.num_hidden_layers; ++L) {
     const model::LayerWeights& l = w_->layers[L];
@@ -231,10 +239,13 @@ void Model::forward_batch(const std::vector<Step>& steps, ForwardTrace* trace) {
                          trace ? &trace->router_topk[L] : nullptr, *arena_);
     if (trace) trace->layer_outputs.push_back(X);
   }
+  // 4. Each state now holds its step's tokens.
   for (const auto& sp : spans) sp.state->advance(sp.n);
 
+  // 5. Final RMSNorm and lm_head: the logits (and normed hidden rows) each step asked for.
   prof.emplace(model::Part::kHead);
-  head(tc, w_->final_norm, w_->lm_head, X.data(), spans, outs, trace ? &trace->final_hidden : nullptr);
+  final_norm_and_lm_head(tc, w_->final_norm, w_->lm_head, X.data(), spans, outs,
+                         trace ? &trace->final_hidden : nullptr);
 }
 
 void Model::forward_mtp(const std::vector<MtpStep>& steps) {
@@ -245,7 +256,7 @@ void Model::forward_mtp(const std::vector<MtpStep>& steps) {
   const StateShape shape = model::text_state_shape(tc, true);
   std::set<const SequenceState*> seen;
   std::vector<model::Span> spans;
-  std::vector<Out> outs;
+  std::vector<StepOutputs> outs;
   int64_t N = 0;
   for (size_t s = 0; s < steps.size(); ++s) {
     const MtpStep& st = steps[s];
@@ -300,7 +311,7 @@ void Model::forward_mtp(const std::vector<MtpStep>& steps) {
   for (const auto& sp : spans) sp.state->advance_mtp(sp.n);
   // Only the steps that want logits (or the MTP hidden) go through the head.
   std::vector<model::Span> hs;
-  std::vector<Out> ho;
+  std::vector<StepOutputs> ho;
   std::vector<float> hx;
   int64_t hn = 0;
   for (size_t s = 0; s < spans.size(); ++s) {
@@ -312,7 +323,7 @@ void Model::forward_mtp(const std::vector<MtpStep>& steps) {
     hn += sp.n;
   }
   if (hs.empty()) return;
-  head(tc, m.norm, *lm, hx.data(), hs, ho, nullptr);
+  final_norm_and_lm_head(tc, m.norm, *lm, hx.data(), hs, ho, nullptr);
 }
 
 }  // namespace qinfer

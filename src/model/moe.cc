@@ -152,19 +152,24 @@ void decoder_layer(const TextConfig& tc, const LayerWeights& l, const float* inv
   float* u = ar.alloc<float>(N * H);
   float* y = ar.alloc<float>(N * H);
   {
+    // 1. u = RMSNorm(X) with the input norm (a layer of docs/MODEL.md §2).
     ProfileScope prof(Part::kNorms);
     ops::rmsnorm_rows(X, l.input_norm.data(), N, H, eps, u);
   }
+  // 2. The token mixer: y = DeltaNet(u) on linear-attention layers, else gated attention(u).
   if (l.type == LayerType::kLinearAttention)
     deltanet_forward(tc, l.delta, l.cache_index, u, N, spans, y, ar);
   else
     attention_forward(tc, l.attn, inv_freq, u, N, spans, caches, y, ar);
   {
+    // 3. Residual X += y, then u = RMSNorm(X) with the post-attention norm.
     ProfileScope prof(Part::kNorms);
     for (int64_t i = 0; i < N * H; ++i) X[i] += y[i];
     ops::rmsnorm_rows(X, l.post_norm.data(), N, H, eps, u);
   }
+  // 4. y = MoE(u): routed top-k experts plus the gated shared expert.
   moe_forward(tc, l.moe, u, N, y, topk, ar, observer);
+  // 5. Residual X += y.
   ProfileScope prof(Part::kNorms);
   for (int64_t i = 0; i < N * H; ++i) X[i] += y[i];
 }

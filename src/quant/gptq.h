@@ -1,5 +1,5 @@
 // The GPTQ step for one linear module, as GPTQModel (5.7.x, quantization/gptq.py,
-// quantizer.py, gar.py) runs it; shared/spec/gptq.md §4 describes every quirk kept here:
+// quantizer.py, gar.py) runs it (the method: docs/MODEL.md §8), with every quirk it has:
 //   - per-row group scale/zero from GPTQModel's Quantizer (sym: zero 2^(bits-1), the
 //     all-non-negative row keeps xmin = 0), round half to even;
 //   - dead inputs (diag H == 0): H[d][d] = 1, W[:, d] = 0;

@@ -8,6 +8,7 @@
 
 #include <httplib.h>
 
+#include "chat/chat_format.h"
 #include "chat/reasoning_parser.h"
 #include "io/generation_config.h"
 #include "jinja/chat_template.h"
@@ -172,7 +173,7 @@ struct HttpServer::Impl {
     limits.defaults = SamplingDefaults::from_generation_config(read_generation_config(opts.model_dir).json);
     think_end_id = -1;
     if (e.tokenizer() && !opts.reasoning_parser.empty()) {
-      if (auto id = e.tokenizer()->token_id("</think>")) think_end_id = *id;
+      if (auto id = e.tokenizer()->token_id(e.chat_format().think_end)) think_end_id = *id;
     }
     metrics.configure(model, e.max_model_len());
     if (e.has_vision()) processor = vision::load_processor_config(opts.model_dir);
@@ -448,12 +449,14 @@ void answer_tokenizer_request(const httplib::Request& req, httplib::Response& re
 }  // namespace
 
 void HttpServer::Impl::tokenize(const httplib::Request& req, httplib::Response& res) {
-  TokenizeContext ctx{E().tokenizer(), chat_template(), E().max_model_len(), &limits, opts.default_chat_template_kwargs};
+  TokenizeContext ctx{E().tokenizer(), chat_template(), E().max_model_len(), &limits,
+                      opts.default_chat_template_kwargs, E().chat_format()};
   answer_tokenizer_request(req, res, ctx, tokenize_request);
 }
 
 void HttpServer::Impl::detokenize(const httplib::Request& req, httplib::Response& res) {
-  TokenizeContext ctx{E().tokenizer(), chat_template(), E().max_model_len(), &limits, opts.default_chat_template_kwargs};
+  TokenizeContext ctx{E().tokenizer(), chat_template(), E().max_model_len(), &limits,
+                      opts.default_chat_template_kwargs, E().chat_format()};
   answer_tokenizer_request(req, res, ctx, detokenize_request);
 }
 
@@ -552,17 +555,19 @@ void HttpServer::Impl::chat(const httplib::Request& req, httplib::Response& res)
   if (tools_on && opts.tool_call_parser.empty()) {
     throw ApiError(400, "tool calls need --tool-call-parser qwen3_coder", "tool_choice");
   }
-  std::string prompt = render_chat_prompt(r, *tmpl, opts.default_chat_template_kwargs);
-  // tool_choice "required" / named: there is no guided decoding here; the call is
-  // forced by writing its opening tags into the prompt (thinking closed first).
+  const chat::ChatFormat& format = E().chat_format();
+  std::string prompt = render_chat_prompt(r, *tmpl, format, opts.default_chat_template_kwargs);
+  // tool_choice "required" / named: the call is forced by writing its opening tags into
+  // the prompt (thinking closed first), and its remainder constrained by a grammar below.
   std::string forced;
   // As vLLM's is_reasoning_end on the prompt: output starts as reasoning unless the
   // prompt already closed the think block (enable_thinking=false, continued answers).
   bool thinking = !chat::prompt_ends_reasoning(prompt);
-  if (r.tool_choice == ToolChoice::kRequired || r.tool_choice == ToolChoice::kNamed) {
-    if (thinking) forced += "</think>\n\n";
-    forced += "<tool_call>\n<function=";
-    if (r.tool_choice == ToolChoice::kNamed) forced += r.tool_choice_name + ">\n";
+  const bool force_call = r.tool_choice == ToolChoice::kRequired || r.tool_choice == ToolChoice::kNamed;
+  if (force_call) {
+    forced = format.forced_tool_call(thinking, r.tool_choice == ToolChoice::kNamed
+                                                   ? std::optional<std::string_view>(r.tool_choice_name)
+                                                   : std::nullopt);
     prompt += forced;
   }
   // Tokenized only up to the context length: a longer prompt is refused without encoding the rest.
@@ -577,9 +582,9 @@ void HttpServer::Impl::chat(const httplib::Request& req, httplib::Response& res)
   }
   E().check_context(prompt_len, r.gen.max_tokens, encoded < prompt.size());
   // Structured outputs: the forced tool call's remainder, or response_format / guided_*;
-  // with thinking on (and a reasoning parser) the constraint starts after </think>.
+  // with thinking on (and a reasoning parser) the constraint starts after the think end.
   std::optional<grammar::Spec> spec = r.structured;
-  if (r.tool_choice == ToolChoice::kRequired || r.tool_choice == ToolChoice::kNamed) {
+  if (force_call) {
     if (spec) {
       throw ApiError(400, cat(spec->field, ": cannot be combined with tool_choice 'required' or a named function"),
                      spec->field.substr(0, spec->field.find('.')));
@@ -604,7 +609,7 @@ void HttpServer::Impl::chat(const httplib::Request& req, httplib::Response& res)
   jc.logprobs = r.logprobs;
   jc.named_tool_choice = r.tool_choice == ToolChoice::kNamed;
   jc.think_end_id = (oc.reasoning && thinking) ? think_end_id : -1;
-  jc.reasoning_closed = forced.rfind("</think>", 0) == 0;  // the forced call closed thinking itself
+  jc.reasoning_closed = force_call && thinking;  // the forced call closed thinking itself
   jc.prompt_logprobs = r.gen.prompt_logprobs >= 0;
   jc.n = r.n;
   jc.max_tokens = r.gen.max_tokens;

@@ -51,7 +51,7 @@ json tokenize_request(const ojson& b, const TokenizeContext& ctx) {
     }
     opt_bool(b, "add_special_tokens", false);
     ChatRequest r = parse_chat_request(b, *ctx.limits);
-    text = render_chat_prompt(r, *ctx.chat_template, ctx.default_chat_template_kwargs);
+    text = render_chat_prompt(r, *ctx.chat_template, ctx.format, ctx.default_chat_template_kwargs);
   }
   std::vector<int> ids = ctx.tokenizer->encode(text, true);
   json tokens = json::array();

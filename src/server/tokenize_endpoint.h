@@ -8,6 +8,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include "chat/chat_format.h"
 #include "server/openai_request.h"
 
 namespace qinfer {
@@ -23,6 +24,7 @@ struct TokenizeContext {
   int64_t max_model_len = 0;
   const RequestLimits* limits = nullptr;
   nlohmann::ordered_json default_chat_template_kwargs = nlohmann::ordered_json::object();
+  chat::ChatFormat format;  // the end of turn continue_final_message cuts
 };
 
 nlohmann::json tokenize_request(const nlohmann::ordered_json& body, const TokenizeContext& ctx);

@@ -121,4 +121,13 @@ nlohmann::ordered_json read_ordered_json_file(const std::string& path, int max_d
   return parse_ordered_json(read_regular_file(path), path, max_depth);
 }
 
+std::string special_token_field(const nlohmann::ordered_json& cfg, const char* key, const std::string& file) {
+  auto it = cfg.find(key);
+  if (it == cfg.end() || it->is_null()) return "";
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_object() && it->contains("content") && (*it)["content"].is_string())
+    return (*it)["content"].get<std::string>();
+  fail(file, ": field '", key, "' must be a string, an object with \"content\", or null");
+}
+
 }  // namespace qinfer

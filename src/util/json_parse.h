@@ -41,6 +41,11 @@ nlohmann::ordered_json parse_ordered_json(std::string_view text, const std::stri
 nlohmann::json read_json_file(const std::string& path, int max_depth = kMaxJsonDepth);
 nlohmann::ordered_json read_ordered_json_file(const std::string& path, int max_depth = kMaxJsonDepth);
 
+// A special-token field of tokenizer_config.json (bos_token, eos_token, pad_token, ...): a
+// string, an AddedToken-like {"content": ...} object, or null. Its text, "" when absent or
+// null; any other value throws Error naming `file` and the field.
+std::string special_token_field(const nlohmann::ordered_json& cfg, const char* key, const std::string& file);
+
 // The whole content of a regular file; refuses FIFOs, devices, directories; errors name the path.
 std::string read_regular_file(const std::string& path);
 

@@ -1,6 +1,6 @@
 // How Python spells a float, shared by the chat module's Python values
-// (chat/py_value.cc: tool-call arguments, json.dumps of PyValue) and the Jinja engine
-// (jinja/value.cc printing, jinja/py_json.cc tojson): one definition of each rule.
+// (chat/py_value.cc: tool-call arguments), the Jinja engine (jinja/value.cc printing) and
+// json.dumps's writer (util/py_json_writer.h): one definition of each rule.
 #pragma once
 #include <string>
 

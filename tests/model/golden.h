@@ -118,12 +118,17 @@ struct KernelConfig {
   ops::Bf16Kernel bf16;
   std::string name() const { return path + "_" + ops::bf16_kernel_name(bf16); }
 };
-inline std::vector<KernelConfig> kernel_configs() {
-  std::vector<KernelConfig> out;
+// The kernel paths this CPU runs (QINFER_KERNELS names): scalar, and avx2 / avx512 where
+// the CPU has them (a path it lacks is skipped, not failed).
+inline std::vector<std::string> kernel_paths() {
   std::vector<std::string> paths{"scalar"};
   if (ops::cpu_features().has_avx2_path()) paths.push_back("avx2");
   if (ops::cpu_features().has_avx512_path()) paths.push_back("avx512");
-  for (const std::string& p : paths) {
+  return paths;
+}
+inline std::vector<KernelConfig> kernel_configs() {
+  std::vector<KernelConfig> out;
+  for (const std::string& p : kernel_paths()) {
     ops::set_kernel_path(p.c_str());
     for (ops::Bf16Kernel k : ops::bf16_kernels_available())
       // Not the forced-only two-part split: its logits stay inside 1e-3 (<= 2.8e-4)
@@ -145,6 +150,13 @@ struct KernelConfigGuard {
     ops::set_kernel_path("");
     ops::set_kernel_options(ops::KernelOptions{});
   }
+};
+
+// Runs a test body on one kernel path (automatic BF16 kernel choice); restores the
+// automatic path afterwards.
+struct KernelPathGuard {
+  explicit KernelPathGuard(const std::string& path) { ops::set_kernel_path(path.c_str()); }
+  ~KernelPathGuard() { ops::set_kernel_path(""); }
 };
 
 inline Model& cached_model(const std::string& dir) {

@@ -25,47 +25,52 @@ Model& mtp_model(const std::string& dir) {
 
 class MtpGolden : public ::testing::TestWithParam<std::string> {};
 
+// On every kernel path the host runs (golden.h kernel_paths), as GoldenTest.
 TEST_P(MtpGolden, DraftLogits) {
   const std::string dir = GetParam();
   Model& m = mtp_model(dir);
   ASSERT_TRUE(m.has_mtp());
   Golden g(dir);
   const int64_t V = m.config().text.vocab_size, H = m.config().text.hidden_size;
-  for (int p = 0; p < g.num_prompts(); ++p) {
-    const std::string pre = "p" + std::to_string(p) + ".";
-    const std::vector<int> ids = g.i32(pre + "input_ids");
-    const int64_t T = static_cast<int64_t>(ids.size());
-    auto s = m.new_sequence();
-    std::vector<float> logits(T * V), hidden(T * H);
-    m.forward({{s.get(), ids.data(), T, logits.data(), true, hidden.data()}});
-    const std::vector<float> want_h = g.f32(pre + "final_hidden");
-    EXPECT_LT(compare(hidden.data(), want_h.data(), want_h.size()).max_abs, 5e-4);
+  for (const std::string& path : kernel_paths()) {
+    SCOPED_TRACE("kernel path " + path);
+    KernelPathGuard kernels(path);
+    for (int p = 0; p < g.num_prompts(); ++p) {
+      const std::string pre = "p" + std::to_string(p) + ".";
+      const std::vector<int> ids = g.i32(pre + "input_ids");
+      const int64_t T = static_cast<int64_t>(ids.size());
+      auto s = m.new_sequence();
+      std::vector<float> logits(T * V), hidden(T * H);
+      m.forward({{s.get(), ids.data(), T, logits.data(), true, hidden.data()}});
+      const std::vector<float> want_h = g.f32(pre + "final_hidden");
+      EXPECT_LT(compare(hidden.data(), want_h.data(), want_h.size()).max_abs, 5e-4);
 
-    const std::vector<int> next = g.i32(pre + "mtp_input_ids");
-    std::vector<float> mlog(T * V);
-    m.forward_mtp({{s.get(), next.data(), hidden.data(), T, mlog.data(), true}});
-    EXPECT_EQ(s->mtp_tokens(), T);
-    const std::vector<float> last = g.f32(pre + "mtp_logits_last");
-    Diff dl = compare(mlog.data() + (T - 1) * V, last.data(), V);
-    std::printf("  %-28s p%d MTP last row      rel-L2 %.3e  max-abs %.3e\n", short_name(dir).c_str(), p, dl.rel_l2,
-                dl.max_abs);
-    EXPECT_LT(dl.rel_l2, kRelTol);
-    EXPECT_LT(dl.max_abs, kAbsTol);
-    if (g.has(pre + "mtp_logits")) {
-      const std::vector<float> all = g.f32(pre + "mtp_logits");
-      Diff d = compare(mlog.data(), all.data(), all.size());
-      std::printf("  %-28s p%d MTP all rows      rel-L2 %.3e  max-abs %.3e\n", short_name(dir).c_str(), p, d.rel_l2,
-                  d.max_abs);
-      EXPECT_LT(d.rel_l2, kRelTol);
-      EXPECT_LT(d.max_abs, kAbsTol);
+      const std::vector<int> next = g.i32(pre + "mtp_input_ids");
+      std::vector<float> mlog(T * V);
+      m.forward_mtp({{s.get(), next.data(), hidden.data(), T, mlog.data(), true}});
+      EXPECT_EQ(s->mtp_tokens(), T);
+      const std::vector<float> last = g.f32(pre + "mtp_logits_last");
+      Diff dl = compare(mlog.data() + (T - 1) * V, last.data(), V);
+      std::printf("  %-28s p%d MTP last row      rel-L2 %.3e  max-abs %.3e  (%s)\n", short_name(dir).c_str(), p,
+                  dl.rel_l2, dl.max_abs, path.c_str());
+      EXPECT_LT(dl.rel_l2, kRelTol);
+      EXPECT_LT(dl.max_abs, kAbsTol);
+      if (g.has(pre + "mtp_logits")) {
+        const std::vector<float> all = g.f32(pre + "mtp_logits");
+        Diff d = compare(mlog.data(), all.data(), all.size());
+        std::printf("  %-28s p%d MTP all rows      rel-L2 %.3e  max-abs %.3e  (%s)\n", short_name(dir).c_str(), p,
+                    d.rel_l2, d.max_abs, path.c_str());
+        EXPECT_LT(d.rel_l2, kRelTol);
+        EXPECT_LT(d.max_abs, kAbsTol);
+      }
+
+      // Row by row (an MTP cache built incrementally) gives the same last row.
+      auto s2 = m.new_sequence();
+      std::vector<float> one(V);
+      for (int64_t t = 0; t < T; ++t)
+        m.forward_mtp({{s2.get(), next.data() + t, hidden.data() + t * H, 1, one.data(), false}});
+      EXPECT_LT(compare(one.data(), last.data(), V).rel_l2, kRelTol);
     }
-
-    // Row by row (an MTP cache built incrementally) gives the same last row.
-    auto s2 = m.new_sequence();
-    std::vector<float> one(V);
-    for (int64_t t = 0; t < T; ++t)
-      m.forward_mtp({{s2.get(), next.data() + t, hidden.data() + t * H, 1, one.data(), false}});
-    EXPECT_LT(compare(one.data(), last.data(), V).rel_l2, kRelTol);
   }
 }
 
