@@ -505,10 +505,12 @@ TEST(ConnectionGuard, QueuedWorkIsCountedInBytes) {
   EXPECT_GE(st.work_bytes, (fit - 1) * held);
   body["n"] = 2;
   auto busy = c.Post("/v1/completions", body.dump(), "application/json");
-  ASSERT_TRUE(busy);
-  EXPECT_EQ(busy->status, 503) << busy->body.substr(0, 300);
-  EXPECT_TRUE(busy->has_header("Retry-After"));
-  EXPECT_NE(busy->body.find("work-memory budget"), std::string::npos) << busy->body.substr(0, 300);
+  EXPECT_TRUE(busy);
+  if (busy) {
+    EXPECT_EQ(busy->status, 503) << busy->body.substr(0, 300);
+    EXPECT_TRUE(busy->has_header("Retry-After"));
+    EXPECT_NE(busy->body.find("work-memory budget"), std::string::npos) << busy->body.substr(0, 300);
+  }
   // Once the refused request's queued sequence is dropped, one more fits (fit sequences in all).
   s.runner->delay_ms = 0;
   const double end2 = now_s() + 30;
@@ -519,8 +521,7 @@ TEST(ConnectionGuard, QueuedWorkIsCountedInBytes) {
   }
   body["n"] = 1;
   auto one = c.Post("/v1/completions", body.dump(), "application/json");
-  ASSERT_TRUE(one);
-  EXPECT_EQ(one->status, 200) << one->body.substr(0, 300);
+  EXPECT_TRUE(one && one->status == 200) << (one ? one->body.substr(0, 300) : "no answer");
   t.join();
   // Everything finished: nothing is counted any more.
   EXPECT_EQ(s.engine->stats().work_bytes, 0);
