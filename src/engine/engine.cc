@@ -61,6 +61,8 @@ struct Engine::Seq {
   std::vector<float> image_embeds;
   std::vector<const float*> embed_rows;
   PrefixSeq prefix;                   // prefix caching: keys, tokens, saved states
+  WorkBytes work;                     // counted in work_in_use_ from submit to finish
+  bool admitted = false;              // running: work.running is counted, else work.held
 };
 
 namespace {
@@ -69,6 +71,19 @@ constexpr int kMaxDraftFailures = 3;
 // A request asking for prompt_logprobs prefills this many tokens per step at most, so the
 // all-rows logits of a chunk stay small ([16][vocab] floats: 16 MB for Qwen3.5).
 constexpr int64_t kPromptLogprobsChunk = 16;
+// Work-memory estimate (Engine::work_bytes): a sequence's fixed part (Seq, its stream, text
+// output, sampler and grammar matcher objects), a logit_bias entry as a map node and a
+// sampler pair, and the sampler's work buffers per vocabulary entry (a float row, a
+// candidate list of float + id, a seen-token mask).
+constexpr int64_t kSeqFixedBytes = 4096;
+constexpr int64_t kLogitBiasEntryBytes = 64;
+constexpr int64_t kSamplerBytesPerVocab = 16;
+
+std::string mib(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / double(int64_t{1} << 20));
+  return buf;
+}
 
 bool has_chat_template(const std::string& dir) {
   namespace fs = std::filesystem;
@@ -153,6 +168,13 @@ Engine::Engine(std::unique_ptr<ModelRunner> model, std::unique_ptr<Tokenizer> to
   std::sort(eos_ids_.begin(), eos_ids_.end());
   eos_ids_.erase(std::unique(eos_ids_.begin(), eos_ids_.end()), eos_ids_.end());
   prefix_setup();
+  if (opts_.max_queued_bytes < 0) fail("max_queued_bytes must be >= 0, got ", opts_.max_queued_bytes);
+  // The running sequences' planned share: max_num_seqs plain sequences of max_model_len tokens.
+  GenParams full;
+  full.max_tokens = max_model_len_ - 1;
+  const WorkBytes one = work_bytes(1, full);
+  work_budget_ = opts_.max_queued_bytes + static_cast<int64_t>(opts_.max_num_seqs) * (one.running - one.held);
+  stats_.work_budget = work_budget_;
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -193,6 +215,40 @@ int64_t Engine::check_context(int64_t prompt_tokens, int64_t max_tokens, bool pr
          " in the completion). Please reduce the length of the messages or completion.");
   }
   return max_tokens;
+}
+
+WorkBytes Engine::work_bytes(int64_t prompt_tokens, const GenParams& p) const {
+  const int64_t L = std::max<int64_t>(prompt_tokens, 0), V = vocab_;
+  const bool images = p.images && !p.images->empty();
+  WorkBytes w;
+  int64_t held = kSeqFixedBytes + 4 * L;                        // the prompt ids
+  if (p.repetition_penalty != 1.0) held += 4 * L;               // the sampler's copy of them
+  held += kLogitBiasEntryBytes * static_cast<int64_t>(p.logit_bias.size());
+  for (const auto& st : p.stop) held += 2 * (static_cast<int64_t>(st.size()) + 32);   // params + text output
+  held += 8 * static_cast<int64_t>(p.stop_token_ids.size() + eos_ids_.size());
+  int64_t image_tokens = 0;
+  if (images) {
+    held += 24 * L;                                             // mRoPE positions, [L][3] int64
+    for (const auto& im : *p.images) {
+      held += static_cast<int64_t>(sizeof(im) + im.pixel_values.size() * sizeof(float));
+      image_tokens += im.merged_tokens(model_->spatial_merge_size());
+    }
+  }
+  w.held = held;
+  const int64_t total = p.max_tokens < 0 || p.max_tokens >= max_model_len_ ? max_model_len_
+                                                                         : std::min(L + p.max_tokens, max_model_len_);
+  const bool spec = drafter_ && p.speculate && !images;
+  const int64_t K = spec ? opts_.spec.num_speculative_tokens : 0;
+  const int64_t H = std::max<int64_t>(model_->hidden_size(), 0);
+  int64_t run = model_->sequence_bytes(std::max<int64_t>(total, 1));   // KV + state
+  run += 4 * V * (K + 1) + kSamplerBytesPerVocab * V;         // logits rows, sampler buffers
+  if (p.grammar) run += V / 8 + 64;                             // the grammar mask
+  if (p.prompt_logprobs >= 0) run += 4 * V * kPromptLogprobsChunk;
+  if (prefix_) run += 4 * total + 8 * (total / std::max<int64_t>(prefix_->block_tokens(), 1) + 1);
+  if (spec) run += 4 * total + 4 * H * std::max<int64_t>(K + 1, opts_.prefill_chunk);   // context, hidden rows
+  if (images) run += 4 * H * image_tokens + 8 * L;              // the tower's output, row pointers
+  w.running = held + run;
+  return w;
 }
 
 std::shared_ptr<RequestStream> Engine::submit(std::vector<int> prompt, const GenParams& params) {
@@ -244,6 +300,13 @@ std::shared_ptr<RequestStream> Engine::submit(std::vector<int> prompt, const Gen
                                                     params.grammar_start_after);
   }
   s->params = params;
+  s->work = work_bytes(static_cast<int64_t>(prompt.size()), params);
+  if (s->work.held > opts_.max_queued_bytes || s->work.running > work_budget_) {
+    fail("prompt: this sequence would hold about ", mib(s->work.held), " while waiting and ", mib(s->work.running),
+         " while running (prompt ids, images, parameters; KV and state for ", s->max_tokens, " tokens after its ",
+         prompt.size(), " prompt tokens); the server holds at most ", mib(opts_.max_queued_bytes),
+         " of waiting work and ", mib(work_budget_), " in all");
+  }
   // Image requests decode without drafts: the MTP head's rotary positions are text positions.
   s->spec = drafter_ != nullptr && params.speculate && !has_images;
   s->submit_time = now_seconds();
@@ -269,6 +332,13 @@ std::shared_ptr<RequestStream> Engine::submit(std::vector<int> prompt, const Gen
                            " prompt tokens) are already waiting; limits are ", opts_.max_queued_seqs, " sequences and ",
                            opts_.max_queued_tokens, " tokens. Retry later."));
     }
+    if (work_in_use_ + s->work.held > work_budget_) {
+      throw EngineBusy(cat("the server is overloaded: queued and running requests hold about ", mib(work_in_use_),
+                           " and this sequence needs ", mib(s->work.held), " more; the work-memory budget is ",
+                           mib(work_budget_), ". Retry later."));
+    }
+    work_in_use_ += s->work.held;
+    stats_.work_bytes = work_in_use_;
     queue_.push_back(std::move(s));
     stats_.queued = static_cast<int64_t>(queue_.size());
   }
@@ -328,6 +398,8 @@ void Engine::finish_seq(Seq& s, FinishReason r, const std::string& stop_str, int
   s.state.reset();  // frees the caches now
   {
     std::lock_guard<std::mutex> lk(mu_);
+    work_in_use_ -= s.admitted ? s.work.running : s.work.held;
+    stats_.work_bytes = work_in_use_;
     if (r == FinishReason::kAbort) ++stats_.requests_aborted;
     else if (r == FinishReason::kError) ++stats_.requests_failed;
     else ++stats_.requests_finished;
@@ -379,6 +451,10 @@ void Engine::loop() {
           }
         }
         while (static_cast<int>(active.size()) < opts_.max_num_seqs && !queue_.empty()) {
+          Seq& q = *queue_.front();
+          q.admitted = true;   // from now on it may hold its KV and vocab-sized buffers
+          work_in_use_ += q.work.running - q.work.held;
+          stats_.work_bytes = work_in_use_;
           active.push_back(std::move(queue_.front()));
           queue_.pop_front();
         }

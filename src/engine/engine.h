@@ -52,6 +52,12 @@ struct EngineOptions {
   // vocab-sized buffers are made when they start running.
   int max_queued_seqs = 2048;
   int64_t max_queued_tokens = int64_t{1} << 24;  // prompt tokens over all queued sequences
+  // Work memory (Engine::work_bytes): what the waiting sequences hold (prompt ids, image
+  // patches, mRoPE positions, parameters) may take this many bytes besides what the running
+  // sequences are planned to need (KV and state at prompt + max_tokens as the memory plan
+  // counts them, vocab-sized buffers) for max_num_seqs sequences of max_model_len tokens.
+  // Beyond it submit throws EngineBusy; a sequence that alone holds more is an Error.
+  int64_t max_queued_bytes = int64_t{1} << 30;
   RunnerLoadOptions load;
   // Prefix caching (engine/prefix_cache.h; --enable-prefix-caching, on by default as in
   // vLLM V1; off when the runner cannot save state). Budget in GiB; < 0: a quarter of
@@ -62,6 +68,12 @@ struct EngineOptions {
   double prefix_cache_gb = -1;
   int prefix_snapshot_blocks = 4;
   SpeculativeOptions spec;        // --speculative-config (engine/speculative.h); needs load.load_mtp
+};
+
+// Estimated bytes of one sequence (Engine::work_bytes).
+struct WorkBytes {
+  int64_t held = 0;      // from submit on: prompt ids, image patches and positions, parameters
+  int64_t running = 0;   // once running, in all: held + KV and state + vocab-sized buffers
 };
 
 // The queue is full: retry later (HTTP 503), not a bad request.
@@ -83,6 +95,8 @@ struct EngineStats {
   int64_t prefix_cache_kv_bytes = 0, prefix_cache_state_bytes = 0;   // the two parts of prefix_cache_bytes
   SpecDecodeStats spec;           // speculative decoding counters
   int64_t kv_tokens = 0;          // tokens held in the caches of the running sequences
+  // Work memory: running sequences' WorkBytes::running + waiting ones' held, and the budget.
+  int64_t work_bytes = 0, work_budget = 0;
 };
 
 class Engine {
@@ -127,6 +141,16 @@ class Engine {
   // prompt_cut: the prompt's tokenization stopped early (Tokenizer::encode_bounded), so it
   // has at least prompt_tokens tokens.
   int64_t check_context(int64_t prompt_tokens, int64_t max_tokens, bool prompt_cut = false) const;
+
+  // The bytes a sequence of `prompt_tokens` tokens (image placeholders expanded) with
+  // `params` holds while it waits and once it runs: an estimate from the sizes of what it
+  // keeps, with KV and state from the runner (ModelRunner::sequence_bytes, the memory plan's
+  // per-token and per-sequence sizes) for prompt + max_tokens tokens (max_tokens < 0: up to
+  // max_model_len).
+  WorkBytes work_bytes(int64_t prompt_tokens, const GenParams& params) const;
+  // All the work memory queued and running sequences may hold (EngineOptions::max_queued_bytes
+  // plus the running sequences' planned share).
+  int64_t work_budget() const { return work_budget_; }
 
   // The max_model_len to serve with: `requested` (0: the model's) checked against the
   // model's context `model_max` (from `source`, for the message) as described at
@@ -175,6 +199,8 @@ class Engine {
   bool stop_ = false;
   EngineStats stats_;
   int64_t active_count_ = 0;
+  int64_t work_budget_ = 0;
+  int64_t work_in_use_ = 0;           // under mu_: see EngineStats::work_bytes
   DraftSource* drafter_ = nullptr;    // set when speculation is on
   bool draft_rows_ = false;           // drafter_ is the model's MTP head: prefix blocks keep its rows
   // Inside a step, finish_seq defers the streams' final event until the step's counters

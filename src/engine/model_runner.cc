@@ -1,6 +1,8 @@
 // ModelRunner over the Qwen3.5/3.6 MoE model of src/model.
 #include "engine/model_runner.h"
 
+#include <algorithm>
+
 #include "io/checkpoint.h"
 #include "model/model.h"
 #include "model/state_copy.h"
@@ -116,6 +118,7 @@ class QwenRunner : public ModelRunner {
     eos_ = model_->config().text.eos_token_ids;
     for (int id : extra_eos) eos_.push_back(id);
     if (model_->has_mtp()) mtp_ = std::make_unique<MtpDraftSource>(model_.get(), draft_vocab, draft_int8);
+    census_ = model::state_census(shape(), model_->max_context(), model_->config().text.hidden_size);
   }
   DraftSource* draft_source() override { return mtp_.get(); }
   void rollback(RunnerSequence* s, int64_t keep) override { qinfer::engine::state_of(s).rollback(keep); }
@@ -172,6 +175,11 @@ class QwenRunner : public ModelRunner {
   }
   size_t saved_block_bytes(bool draft_rows) const override { return kv_block_copy_bytes(shape(), draft_rows); }
   size_t saved_state_bytes() const override { return recurrent_copy_bytes(shape()); }
+  int64_t sequence_bytes(int64_t tokens) const override {
+    const int64_t B = KvCache::kBlockTokens;   // the KV grows block by block
+    const double rows = static_cast<double>((std::max<int64_t>(tokens, 0) + B - 1) / B * B);
+    return static_cast<int64_t>(rows * census_.kv_per_token + census_.per_sequence);
+  }
 
  private:
   static const SequenceState& state_of(const RunnerSequence& seq) {
@@ -181,6 +189,7 @@ class QwenRunner : public ModelRunner {
   std::unique_ptr<Model> model_;
   std::vector<int> eos_;
   std::unique_ptr<MtpDraftSource> mtp_;
+  model::StateCensus census_;
 };
 
 }  // namespace

@@ -92,6 +92,10 @@ class ModelRunner {
   // What one saved block and one saved state cost (for the log; 0 when unknown).
   virtual size_t saved_block_bytes(bool /*draft_rows*/) const { return 0; }
   virtual size_t saved_state_bytes() const { return 0; }
+
+  // The KV and recurrent state bytes a sequence of `tokens` tokens holds, as the memory plan
+  // counts them (0: unknown, e.g. test runners). The engine's work-memory budget uses it.
+  virtual int64_t sequence_bytes(int64_t /*tokens*/) const { return 0; }
 };
 
 struct RunnerLoadOptions {

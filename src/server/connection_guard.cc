@@ -25,6 +25,7 @@ constexpr double kOverflowHeaderSeconds = 2;  // an overflow connection's header
 constexpr double kPollSliceSeconds = 0.05;    // keep-alive waits look at the server's stop this often
 
 thread_local bool t_overflow = false;
+thread_local bool t_close_after = false;   // close_connection_after_response() for the current request
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -234,6 +235,7 @@ void serve_requests(ConnStream& strm, bool overflow, const ConnectionLimits& l, 
     if (!ready || svr_sock == INVALID_SOCKET) break;
     strm.begin_request(now_s() + header_s);
     bool closed = false;
+    t_close_after = false;
     bool ok = request(strm, left == 1, closed);
     if (strm.header_timed_out()) {
       std::string r = error_response(408, "Request Timeout",
@@ -243,11 +245,12 @@ void serve_requests(ConnStream& strm, bool overflow, const ConnectionLimits& l, 
       strm.write_all(r.data(), r.size());
       break;
     }
-    if (!ok || closed) break;
+    if (!ok || closed || t_close_after) break;
     --left;
     idle_s = keep_alive_s;
   }
   t_overflow = false;
+  t_close_after = false;
 }
 
 // Admits `sock` through `gate`; returns how, writing a quick 503 to a refused plain connection.
@@ -272,6 +275,8 @@ void close_socket(socket_t sock) {
 }  // namespace
 
 bool overflow_connection() { return t_overflow; }
+
+void close_connection_after_response() { t_close_after = true; }
 
 ConnectionGate::Admit ConnectionGate::admit(const std::string& ip) {
   std::lock_guard<std::mutex> lk(mu_);

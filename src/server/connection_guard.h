@@ -54,6 +54,12 @@ class ConnectionGate {
 
 // True inside the handlers of a request that arrived on an overflow connection.
 bool overflow_connection();
+// Called while a response is made (a handler, httplib's error handler): the connection is
+// closed once this response is written, whatever keep-alive says. The server calls it for
+// httplib's own refusals (unparsable request line or headers, 413, 414), after which the
+// rest of the stream cannot be trusted to start a request; the response should carry
+// "Connection: close".
+void close_connection_after_response();
 
 class GuardedServer : public httplib::Server {
  public:

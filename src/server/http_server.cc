@@ -256,14 +256,23 @@ struct HttpServer::Impl {
 
   // Refuses with 503 when the request's sequences would not fit in the running batch plus
   // --max-waiting-requests queued ones, and with a 400 (naming `field`) when their prompt
-  // tokens (each sequence queues its prompt) exceed what the engine ever queues: retrying
-  // such a request could never succeed.
-  void check_queue(int sequences, int64_t prompt_tokens, const char* field) {
+  // tokens (each sequence queues its prompt) or the bytes they hold while waiting
+  // (Engine::work_bytes: prompt ids, images, parameters) exceed what the engine ever queues:
+  // retrying such a request could never succeed. Past the engine's work-memory budget its
+  // submit answers 503 (EngineBusy).
+  void check_queue(int sequences, int64_t prompt_tokens, int64_t held_bytes, const char* field) {
     const int64_t cap = E().options().max_queued_tokens;
     if (prompt_tokens > cap) {
       throw ApiError(400, cat(field, ": the request would queue ", sequences, " sequences of ", prompt_tokens,
                               " prompt tokens in all (prompts x n); the server queues at most ", cap,
                               " prompt tokens at once"), field);
+    }
+    const int64_t byte_cap = E().options().max_queued_bytes;
+    if (held_bytes > byte_cap) {
+      auto mib = [](int64_t b) { return cat(b / (int64_t{1} << 20), ".", b % (int64_t{1} << 20) * 10 / (int64_t{1} << 20), " MiB"); };
+      throw ApiError(400, cat(field, ": the request's ", sequences, " sequences would hold about ", mib(held_bytes),
+                              " while waiting (prompt ids, images and parameters, for each of prompts x n); the "
+                              "server holds at most ", mib(byte_cap), " of waiting work"), field);
     }
     engine::EngineStats s = E().stats();
     int64_t room = static_cast<int64_t>(opts.max_num_seqs) + opts.max_waiting - s.active - s.queued;
@@ -328,6 +337,7 @@ void HttpServer::Impl::routes() {
     if (overflow_connection() && req.path != "/health" && req.path != "/ping" && req.path != "/metrics" &&
         req.path != "/version") {
       res.set_header("Connection", "close");
+      close_connection_after_response();
       send_error(res, ApiError(503, "too many connections (--max-connections, --max-connections-per-client): "
                                     "only /health, /ping, /metrics and /version are answered; retry later",
                                "", "too_many_connections"));
@@ -364,6 +374,9 @@ void HttpServer::Impl::routes() {
       // httplib's own refusals (body over the limit, unparsable request line or headers)
       // come with no body; give them the OpenAI error shape too.
       send_error(res, ApiError(res.status, http_refusal_message(res.status)));
+      // What follows on the connection is no request boundary we can trust: close it.
+      if (!res.has_header("Connection")) res.set_header("Connection", "close");
+      close_connection_after_response();
     }
     return httplib::Server::HandlerResponse::Handled;
   }));
@@ -595,7 +608,7 @@ void HttpServer::Impl::chat(const httplib::Request& req, httplib::Response& res)
     r.gen.grammar = compile_structured(E().grammar_compiler(), *spec);
     if (thinking && forced.empty() && think_end_id >= 0) r.gen.grammar_start_after = think_end_id;
   }
-  check_queue(r.n, prompt_len * r.n, "n");
+  check_queue(r.n, prompt_len * r.n, E().work_bytes(prompt_len, r.gen).held * r.n, r.n > 1 ? "n" : "messages");
 
   ChatOutputConfig oc;
   oc.reasoning = !opts.reasoning_parser.empty();
@@ -646,9 +659,12 @@ void HttpServer::Impl::completions(const httplib::Request& req, httplib::Respons
     if (prompts[i].empty()) throw ApiError(400, "prompt: encodes to no tokens", "prompt");
     E().check_context(static_cast<int64_t>(prompts[i].size()), r.gen.max_tokens, cut[i]);
   }
-  int64_t queued_tokens = 0;
-  for (const auto& p : prompts) queued_tokens += static_cast<int64_t>(p.size()) * r.n;
-  check_queue(static_cast<int>(prompts.size()) * r.n, queued_tokens, "prompt");
+  int64_t queued_tokens = 0, held_bytes = 0;
+  for (const auto& p : prompts) {
+    queued_tokens += static_cast<int64_t>(p.size()) * r.n;
+    held_bytes += E().work_bytes(static_cast<int64_t>(p.size()), r.gen).held * r.n;
+  }
+  check_queue(static_cast<int>(prompts.size()) * r.n, queued_tokens, held_bytes, "prompt");
   if (r.structured) r.gen.grammar = compile_structured(E().grammar_compiler(), *r.structured);
   JobConfig jc = job_config(req, false, r.model, r.stream, r.include_usage, r.continuous_usage);
   jc.logprobs = r.gen.logprobs >= 0;

@@ -1,5 +1,7 @@
 #include "server/tokenize_endpoint.h"
 
+#include <algorithm>
+
 #include "server/api_error.h"
 #include "server/chat_prompt.h"
 #include "server/openai_response.h"
@@ -53,7 +55,17 @@ json tokenize_request(const ojson& b, const TokenizeContext& ctx) {
     ChatRequest r = parse_chat_request(b, *ctx.limits);
     text = render_chat_prompt(r, *ctx.chat_template, ctx.format, ctx.default_chat_template_kwargs);
   }
-  std::vector<int> ids = ctx.tokenizer->encode(text, true);
+  // Tokenized only up to the context length, as prompts are: a longer text is refused without
+  // encoding the rest of it (the body may hold 64 MiB).
+  const char* field = has_prompt ? "prompt" : "messages";
+  const size_t limit = static_cast<size_t>(std::max<int64_t>(ctx.max_model_len, 1));
+  size_t read = 0;
+  std::vector<int> ids = ctx.tokenizer->encode_bounded(text, true, limit, &read);
+  if (ids.size() > limit || read < text.size()) {
+    bad_request(field, cat(field, ": ", read < text.size() ? "at least " : "", ids.size(),
+                           " tokens, more than this model's maximum context length of ", ctx.max_model_len,
+                           " tokens; /tokenize counts up to the context length"));
+  }
   json tokens = json::array();
   for (int id : ids) tokens.push_back(id);
   json out = {{"count", ids.size()}, {"max_model_len", ctx.max_model_len}, {"tokens", tokens}};
@@ -74,6 +86,11 @@ json detokenize_request(const ojson& b, const TokenizeContext& ctx) {
   if (!b.contains("tokens") || !b["tokens"].is_array()) bad_request("tokens", "tokens: must be an array of token ids");
   std::vector<int> ids;
   const ojson& t = b["tokens"];
+  // No sequence is longer than the context: more ids are refused before decoding any.
+  if (ctx.max_model_len > 0 && t.size() > static_cast<size_t>(ctx.max_model_len)) {
+    bad_request("tokens", cat("tokens: ", t.size(), " token ids, more than this model's maximum context length of ",
+                              ctx.max_model_len, " tokens"));
+  }
   for (size_t i = 0; i < t.size(); ++i) {
     if (!t[i].is_number_integer()) bad_request(cat("tokens[", i, "]"), cat("tokens[", i, "]: must be an integer token id"));
     int64_t id = t[i].get<int64_t>();

@@ -41,6 +41,75 @@ std::vector<int> prompt_of(int i, int len) {
   return p;
 }
 
+// A fake whose sequences hold KV: 1000 bytes a token and 5000 of state, as a runner's memory
+// plan would count them.
+class KvFakeRunner : public FakeRunner {
+ public:
+  using FakeRunner::FakeRunner;
+  int64_t sequence_bytes(int64_t tokens) const override { return tokens * 1000 + 5000; }
+};
+
+// Issue 12 item 4: queued work is counted in bytes. The budget is max_queued_bytes plus the
+// running sequences' planned share (KV and state of max_model_len tokens from the runner,
+// vocab-sized buffers); a submit that would pass it is EngineBusy, a sequence that alone
+// holds more than max_queued_bytes an Error (a 400: retrying cannot help); when everything
+// has finished nothing is counted.
+TEST(Engine, WorkMemoryBudgetBoundsWhatWaits) {
+  FakeStats st;
+  EngineOptions o;
+  o.max_num_seqs = 1;
+  o.max_queued_bytes = int64_t{1} << 20;
+  const int64_t ctx = int64_t{1} << 16;
+  Engine e(std::make_unique<KvFakeRunner>(&st, ctx), nullptr, nullptr, o);
+  const WorkBytes full = e.work_bytes(1, greedy(-1));
+  EXPECT_GE(full.running - full.held, ctx * 1000 + 5000);   // the KV of a whole context
+  EXPECT_EQ(e.work_budget(), o.max_queued_bytes + (full.running - full.held));
+  EXPECT_LT(e.work_bytes(100, greedy(10)).running, e.work_bytes(100, greedy(1000)).running);
+  EXPECT_EQ(e.work_bytes(100, greedy(10)).held, e.work_bytes(100, greedy(1000)).held);
+
+  const int L = 20000;
+  const GenParams p = greedy(-1);   // up to the context: each running sequence takes its whole share
+  const WorkBytes w = e.work_bytes(L, p);
+  EXPECT_GE(w.held, 4 * L);
+  const int64_t fit = o.max_queued_bytes / w.held;   // sequences whose held bytes the allowance takes
+  ASSERT_GE(fit, 3);
+  st.close_gate();
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  streams.push_back(e.submit(prompt_of(0, L), p));
+  for (int i = 0; i < 1000 && e.stats().active < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(e.stats().active, 1);   // running, held at the gate
+  for (int64_t i = 1; i < fit; ++i) streams.push_back(e.submit(prompt_of(static_cast<int>(i), L), p));
+  EXPECT_EQ(e.stats().queued, fit - 1);
+  EXPECT_THROW(e.submit(prompt_of(99, L), p), EngineBusy);   // 2048 sequences / 2^24 tokens would allow it
+  EXPECT_LE(e.stats().work_bytes, e.work_budget());
+  EXPECT_EQ(e.stats().work_bytes, fit * w.held + (full.running - full.held));
+  // A cancelled waiting sequence gives its bytes back.
+  streams.back()->cancel();
+  streams.pop_back();
+  st.open_gate();
+  for (auto& s : streams) {
+    GenEvent ev;
+    for (int i = 0; i < 6000 && !ev.finished; ++i) s->take(ev, 0.01);
+    EXPECT_TRUE(ev.finished);
+  }
+  for (int i = 0; i < 500 && e.stats().work_bytes != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(e.stats().work_bytes, 0);
+
+  // A sequence that alone holds more than max_queued_bytes: an Error, not EngineBusy.
+  EngineOptions small = o;
+  small.max_queued_bytes = 4 * L;
+  Engine e2(std::make_unique<KvFakeRunner>(&st, ctx), nullptr, nullptr, small);
+  try {
+    e2.submit(prompt_of(1, L), p);
+    ADD_FAILURE() << "accepted";
+  } catch (const EngineBusy& b) {
+    ADD_FAILURE() << "busy: " << b.what();
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("prompt:"), std::string::npos) << err.what();
+  }
+  EXPECT_EQ(e2.stats().work_bytes, 0);
+}
+
 TEST(Engine, GreedyMatchesModel) {
   FakeStats st;
   auto e = make_engine(&st);

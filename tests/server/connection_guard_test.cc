@@ -21,6 +21,7 @@
 #include "scripted_runner.h"
 #include "server/http_server.h"
 #include "tokenizer/tokenizer.h"
+#include "util/error.h"
 
 namespace qinfer::server {
 namespace {
@@ -43,7 +44,7 @@ struct Live {
   Tokenizer* tok = nullptr;
 
   explicit Live(ServeOptions so, int max_num_seqs = 4, int64_t max_ctx = 2048,
-                int64_t max_queued_tokens = int64_t{1} << 24) {
+                int64_t max_queued_tokens = int64_t{1} << 24, int64_t max_queued_bytes = int64_t{1} << 30) {
     auto r = std::make_unique<testing::ScriptedRunner>(kVocab, kImEnd, max_ctx);
     runner = r.get();
     auto t = std::make_unique<Tokenizer>(Tokenizer::load(kTokDir));
@@ -51,6 +52,7 @@ struct Live {
     engine::EngineOptions eo;
     eo.max_num_seqs = max_num_seqs;
     eo.max_queued_tokens = max_queued_tokens;
+    eo.max_queued_bytes = max_queued_bytes;
     engine = std::make_unique<engine::Engine>(std::move(r), std::move(t),
                                               std::make_unique<ChatTemplate>(ChatTemplate::load(kTokDir)), eo);
     so.model_dir = kTokDir;
@@ -111,6 +113,33 @@ struct Raw {
     }
   }
 };
+
+// One response: its headers and its Content-Length bytes of body (or what came by `timeout_s`).
+std::string read_response(const Raw& raw, double timeout_s) {
+  std::string out;
+  const double end = now_s() + timeout_s;
+  for (;;) {
+    size_t h = out.find("\r\n\r\n");
+    if (h != std::string::npos) {
+      size_t cl = out.find("Content-Length: ");
+      size_t len = cl != std::string::npos && cl < h ? std::stoul(out.substr(cl + 16)) : 0;
+      if (out.size() >= h + 4 + len) return out;
+    }
+    double left = end - now_s();
+    if (left <= 0) return out;
+    pollfd p{raw.fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left * 1000) + 1) <= 0) continue;
+    char buf[4096];
+    ssize_t n = ::recv(raw.fd, buf, sizeof buf, 0);
+    if (n <= 0) return out;
+    out.append(buf, static_cast<size_t>(n));
+  }
+}
+
+bool has_header_line(const std::string& response, const std::string& line) {
+  size_t h = response.find("\r\n\r\n");
+  return response.substr(0, h).find("\r\n" + line + "\r\n") != std::string::npos;
+}
 
 const char* kHalfSent = "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Le";
 
@@ -343,6 +372,162 @@ TEST(ConnectionGuard, OverContextPromptIsRefusedAfterTheLimit) {
   EXPECT_EQ(r->status, 400);
   std::string msg = json::parse(r->body)["error"]["message"];
   EXPECT_EQ(msg.find("at least"), std::string::npos) << msg;
+}
+
+// Issue 12 item 9: after httplib refuses a request (unparsable request line, unknown HTTP
+// version, a body over the limit) the response says "Connection: close" and the connection
+// is closed: a request sent after it on the same connection gets no answer. A well-formed
+// request keeps the connection (the same check sees a second answer there).
+TEST(ConnectionGuard, MalformedRequestClosesTheConnection) {
+  Live s{ServeOptions{}};
+  const std::string health = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
+  {
+    Raw raw(s.port);
+    ASSERT_GE(raw.fd, 0);
+    for (int i = 0; i < 2; ++i) {
+      ASSERT_TRUE(raw.send(health));
+      std::string r = read_response(raw, 20);
+      EXPECT_EQ(r.rfind("HTTP/1.1 200", 0), 0u) << r;
+      EXPECT_FALSE(has_header_line(r, "Connection: close")) << r;
+    }
+  }
+  auto expect_closed_after = [&](const Raw& raw, int status) {
+    std::string r = read_response(raw, 30);
+    EXPECT_EQ(r.rfind(cat("HTTP/1.1 ", status), 0), 0u) << r;
+    EXPECT_TRUE(has_header_line(r, "Connection: close")) << r;
+    raw.send(health);   // may fail: the server may have closed already
+    bool closed = false;
+    std::string more = raw.read_all(20, &closed);
+    EXPECT_EQ(more.find("HTTP/1.1"), std::string::npos) << "answered after a " << status << ": " << more;
+    EXPECT_TRUE(closed);
+  };
+  for (const char* bad : {"GARBAGE\r\n\r\n", "GET /health HTTP/9.9\r\nHost: x\r\n\r\n"}) {
+    Raw raw(s.port);
+    ASSERT_GE(raw.fd, 0);
+    ASSERT_TRUE(raw.send(bad));
+    expect_closed_after(raw, 400);
+  }
+  // 413: httplib reads and drops a body over the 64 MiB limit, then refuses it.
+  Raw raw(s.port);
+  ASSERT_GE(raw.fd, 0);
+  const size_t len = (size_t{64} << 20) + 16;
+  ASSERT_TRUE(raw.send(cat("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                           "Content-Length: ", len, "\r\n\r\n")));
+  const std::string chunk(size_t{1} << 20, 'x');
+  for (size_t sent = 0; sent < len;) {
+    const size_t n = std::min(chunk.size(), len - sent);
+    ASSERT_TRUE(raw.send(chunk.substr(0, n)));
+    sent += n;
+  }
+  expect_closed_after(raw, 413);
+}
+
+// /tokenize stops at the context length as prompts do: a longer text is a 400 naming the field
+// (after tokenizing about max_model_len tokens of it); /detokenize refuses more ids than the
+// context holds. Texts within the context are counted exactly as before.
+TEST(ConnectionGuard, TokenizeIsBoundedByTheContext) {
+  Live s{ServeOptions{}, 2, 2048};
+  std::string big;
+  while (big.size() < (size_t{8} << 20)) big += "The quick brown fox jumps over the lazy dog. ";
+  auto c = s.client();
+  auto post = [&](const char* path, const json& body) {
+    auto r = c.Post(path, body.dump(), "application/json");
+    EXPECT_TRUE(r);
+    return r ? std::make_pair(r->status, json::parse(r->body, nullptr, false)) : std::make_pair(0, json());
+  };
+  for (bool chat : {false, true}) {
+    json body = chat ? json{{"model", "m"}, {"messages", {{{"role", "user"}, {"content", big}}}}}
+                     : json{{"model", "m"}, {"prompt", big}};
+    auto [status, e] = post("/tokenize", body);
+    EXPECT_EQ(status, 400) << e.dump().substr(0, 300);
+    EXPECT_EQ(e["error"]["param"], chat ? "messages" : "prompt");
+    std::string msg = e["error"]["message"].is_string() ? e["error"]["message"].get<std::string>() : "";
+    EXPECT_NE(msg.find("at least"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("maximum context length of 2048 tokens"), std::string::npos) << msg;
+  }
+  // Exactly at the context: counted; one token more: refused (the exact count, not "at least").
+  std::string text;
+  while (s.tok->encode(text + "fox ").size() <= 2048) text += "fox ";
+  ASSERT_EQ(s.tok->encode(text).size(), 2048u);
+  auto [ok_status, ok] = post("/tokenize", {{"model", "m"}, {"prompt", text}});
+  EXPECT_EQ(ok_status, 200);
+  EXPECT_EQ(ok["count"], 2048);
+  auto [over_status, over] = post("/tokenize", {{"model", "m"}, {"prompt", text + "fox "}});
+  EXPECT_EQ(over_status, 400);
+  EXPECT_EQ(over["error"]["param"], "prompt");
+  // /detokenize: at most max_model_len ids.
+  std::vector<int> ids(2048, 13);
+  auto [d_ok, d] = post("/detokenize", {{"model", "m"}, {"tokens", ids}});
+  EXPECT_EQ(d_ok, 200);
+  ids.push_back(13);
+  auto [d_over, de] = post("/detokenize", {{"model", "m"}, {"tokens", ids}});
+  EXPECT_EQ(d_over, 400);
+  EXPECT_EQ(de["error"]["param"], "tokens");
+}
+
+// Issue 12 item 4, the byte budget: what waiting sequences hold (prompt ids here) is counted in
+// bytes against EngineOptions::max_queued_bytes. A request whose own sequences hold more is a
+// 400 naming the field; one that would take the queue past it while others wait is a 503 with
+// Retry-After; one that fits is served.
+TEST(ConnectionGuard, QueuedWorkIsCountedInBytes) {
+  const int64_t budget = int64_t{1} << 20;
+  Live s{ServeOptions{}, 1, int64_t{1} << 17, int64_t{1} << 24, budget};
+  s.runner->set_script({5});
+  const int L = 50000;   // 200 KB of prompt ids per sequence
+  const int64_t held = s.engine->work_bytes(L, engine::GenParams{}).held;
+  ASSERT_GE(held, 4 * L);
+  const int fit = static_cast<int>(budget / held);   // sequences the budget holds
+  ASSERT_GE(fit, 3);
+  ASSERT_LE(fit, 5);
+  json body = {{"model", "m"}, {"prompt", std::vector<int>(L, 1)}, {"max_tokens", 1}, {"n", fit + 1}};
+  auto c = s.client();
+  auto r = c.Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body.substr(0, 300);
+  json e = json::parse(r->body, nullptr, false);
+  EXPECT_EQ(e["error"]["param"], "prompt") << r->body.substr(0, 300);
+  EXPECT_NE(r->body.find("while waiting"), std::string::npos) << r->body.substr(0, 300);
+
+  // fit - 1 sequences wait behind a slow model; 2 more would pass the budget: 503.
+  s.runner->delay_ms = 200;
+  body["n"] = fit - 1;
+  std::thread t([&] {
+    auto c2 = s.client();
+    c2.set_read_timeout(120, 0);
+    auto ok = c2.Post("/v1/completions", body.dump(), "application/json");
+    EXPECT_TRUE(ok && ok->status == 200) << (ok ? ok->body.substr(0, 300) : "no answer");
+  });
+  const double end = now_s() + 30;
+  while (now_s() < end) {
+    engine::EngineStats st = s.engine->stats();
+    if (st.queued + st.active >= fit - 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  engine::EngineStats st = s.engine->stats();
+  EXPECT_EQ(st.queued + st.active, fit - 1);
+  EXPECT_GE(st.work_bytes, (fit - 1) * held);
+  body["n"] = 2;
+  auto busy = c.Post("/v1/completions", body.dump(), "application/json");
+  EXPECT_TRUE(busy);
+  if (busy) {
+    EXPECT_EQ(busy->status, 503) << busy->body.substr(0, 300);
+    EXPECT_TRUE(busy->has_header("Retry-After"));
+    EXPECT_NE(busy->body.find("work-memory budget"), std::string::npos) << busy->body.substr(0, 300);
+  }
+  // Once the refused request's queued sequence is dropped, one more fits (fit sequences in all).
+  s.runner->delay_ms = 0;
+  const double end2 = now_s() + 30;
+  while (now_s() < end2) {
+    engine::EngineStats st2 = s.engine->stats();
+    if (st2.queued + st2.active <= fit - 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  body["n"] = 1;
+  auto one = c.Post("/v1/completions", body.dump(), "application/json");
+  EXPECT_TRUE(one && one->status == 200) << (one ? one->body.substr(0, 300) : "no answer");
+  t.join();
+  // Everything finished: nothing is counted any more.
+  EXPECT_EQ(s.engine->stats().work_bytes, 0);
 }
 
 }  // namespace
