@@ -2,7 +2,8 @@
 // qinfer_ops): decode attention over a long KV cache with the real model's
 // dims (16 query heads, 2 kv heads, head_dim 256), split-K on and off, a causal
 // prefill tile, the delta rule (32 value heads, dk = dv = 128) one token and a
-// 64-token chunk, the conv + SiLU of one token, and exp. Counters: GFLOP/s and
+// 64-token chunk, the vision tower's full attention (16 heads of 72, 1024 and
+// 4096 patches, packed and not), the conv + SiLU of one token, and exp. Counters: GFLOP/s and
 // GB/s (attention: key + value bytes read; delta rule: state bytes read+written).
 // QINFER_BENCH_THREADS sets the thread count.
 #include <benchmark/benchmark.h>
@@ -67,6 +68,32 @@ void bm_attention(benchmark::State& st, const SeqKernelTable* kt, int64_t ctx, i
   double keys = 0;   // (query, key) pairs per head
   for (int64_t t = 0; t < rows; ++t) keys += double(pos[t] + 1);
   rate(st, 2.0 * ctx * width * sizeof(float), 4.0 * heads * hd * keys);
+}
+
+// The vision tower's attention: n patches of one image, 16 heads of 72, full
+// (non-causal) attention, q/k/v rows in one fused qkv buffer (row stride 3 x 1152).
+// pack: AttentionOptions::pack (0 automatic, 1 never).
+void bm_attention_vision(benchmark::State& st, const SeqKernelTable* kt, int64_t n, int64_t pack) {
+  constexpr int64_t heads = 16, hd = 72, H = heads * hd;
+  const std::vector<float> qkv = randn(n * 3 * H, 11);
+  std::vector<float> out(n * H);
+  std::vector<int64_t> pos(n, n - 1);
+  const float* kbase = qkv.data() + H;
+  const float* vbase = qkv.data() + 2 * H;
+  AttentionShape s;
+  s.heads = s.kv_heads = heads, s.head_dim = hd, s.q_stride = 3 * H, s.out_stride = H;
+  s.scale = 1.0f / std::sqrt(float(hd));
+  AttentionSeq seq;
+  seq.q = qkv.data(), seq.out = out.data(), seq.pos = pos.data(), seq.rows = n;
+  seq.k = {&kbase, n, 3 * H};
+  seq.v = {&vbase, n, 3 * H};
+  AttentionOptions opt;
+  opt.pack = pack;
+  for (auto _ : st) {
+    detail::attention_with(*kt, s, &seq, 1, opt);
+    benchmark::DoNotOptimize(out.data());
+  }
+  rate(st, 2.0 * n * H * sizeof(float), 4.0 * heads * hd * double(n) * n);
 }
 
 // 32 value heads of dk = dv = 128, T tokens (T = 1: recurrent, else chunked C = 64).
@@ -134,6 +161,12 @@ int register_all() {
     if (fast)
       benchmark::RegisterBenchmark(("attention_prefill_64rows_ctx4096/" + p).c_str(), bm_attention, kt, 4096, 64, 0)
           ->Unit(benchmark::kMillisecond)->UseRealTime();
+    if (fast)
+      for (int64_t n : {int64_t{1024}, int64_t{4096}})
+        for (int64_t pack : {int64_t{0}, int64_t{1}})
+          benchmark::RegisterBenchmark(("attention_vision_" + std::to_string(n) + (pack == 1 ? "_unpacked/" : "/") + p).c_str(),
+                                       bm_attention_vision, kt, n, pack)
+              ->Unit(benchmark::kMillisecond)->UseRealTime();
     benchmark::RegisterBenchmark(("delta_rule_recurrent_32heads/" + p).c_str(), bm_delta, kt, 1)
         ->Unit(benchmark::kMicrosecond);
     benchmark::RegisterBenchmark(("delta_rule_chunk64_32heads/" + p).c_str(), bm_delta, kt, 64)

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "ops/seq_kernel_table.h"
@@ -27,6 +28,8 @@ void check(const AttentionShape& s, const AttentionSeq* seqs, size_t n, const At
          s.heads * s.head_dim);
   if (opt.max_splits < 0) fail("attention: max_splits must be >= 0, got ", opt.max_splits);
   if (opt.tile_rows <= 0) fail("attention: tile_rows must be positive, got ", opt.tile_rows);
+  if (opt.pack < 0 || opt.pack > 2) fail("attention: pack must be 0, 1 or 2, got ", opt.pack);
+  if (opt.pack_items <= 0) fail("attention: pack_items must be positive, got ", opt.pack_items);
   if (n > 0 && !seqs) fail("attention: null sequence list");
   for (size_t i = 0; i < n; ++i) {
     const AttentionSeq& q = seqs[i];
@@ -72,26 +75,80 @@ AttnPartial partial_at(float* buf, int64_t off, int64_t items) {
 void attention_with(const SeqKernelTable& kt, const AttentionShape& s, const AttentionSeq* seqs, size_t n,
                     const AttentionOptions& opt) {
   check(s, seqs, n, opt);
-  const int64_t group = s.heads / s.kv_heads, hd = s.head_dim;
+  const int64_t group = s.heads / s.kv_heads, hd = s.head_dim, hdp = attn_round_up(hd, kAttnDimPad);
   const int64_t threads = ThreadPool::global().size();
 
-  // Query tiles, and how long their key ranges are.
+  // Query tiles, and how long their key ranges are. A packed sequence (long
+  // prefill) gets larger tiles and its keys/values copied head-contiguous.
   struct Tile { size_t seq; int64_t t0, t1, keys; };
+  struct Packed { int64_t off = -1, keys = 0, blocks = 0; };   // floats offset, keys stored, blocks of kKB
   std::vector<Tile> tiles;
-  for (size_t i = 0; i < n; ++i)
-    for (int64_t t0 = 0; t0 < seqs[i].rows; t0 += opt.tile_rows) {
-      const int64_t t1 = std::min(seqs[i].rows, t0 + opt.tile_rows);
+  std::vector<size_t> first_tile(n + 1, 0);
+  std::vector<Packed> packed(n);
+  int64_t packed_floats = 0;
+  for (size_t i = 0; i < n; ++i) {
+    first_tile[i] = tiles.size();
+    const AttentionSeq& q = seqs[i];
+    const bool pack = q.rows > 0 && (opt.pack == 2 || (opt.pack == 0 && q.rows * group >= 2 * opt.pack_items));
+    const int64_t tr = pack ? std::max<int64_t>(1, opt.pack_items / group) : opt.tile_rows;
+    int64_t kmax = 0;
+    for (int64_t t0 = 0; t0 < q.rows; t0 += tr) {
+      const int64_t t1 = std::min(q.rows, t0 + tr);
       int64_t keys = 0;
-      for (int64_t t = t0; t < t1; ++t) keys = std::max(keys, seqs[i].pos[t] + 1);
+      for (int64_t t = t0; t < t1; ++t) keys = std::max(keys, q.pos[t] + 1);
       tiles.push_back({i, t0, t1, keys});
+      kmax = std::max(kmax, keys);
     }
+    if (pack) {
+      packed[i] = {packed_floats, kmax, (kmax + kAttnKeyBlock - 1) / kAttnKeyBlock};
+      packed_floats += s.kv_heads * packed[i].blocks * kAttnKeyBlock * (hd + hdp);
+    }
+  }
+  first_tile[n] = tiles.size();
   const int64_t base = static_cast<int64_t>(tiles.size()) * s.kv_heads;   // tasks without splitting
   if (base == 0) return;
+
+  // Pack: per sequence and kv group, the transposed key blocks, then the value rows.
+  std::unique_ptr<float[]> pk(packed_floats > 0 ? new float[packed_floats] : nullptr);
+  auto packed_kv = [&](size_t i, int64_t g) {
+    const Packed& P = packed[i];
+    const float* kt_base = pk.get() + P.off + g * P.blocks * kAttnKeyBlock * (hd + hdp);
+    return AttnPackedKv{kt_base, kt_base + P.blocks * kAttnKeyBlock * hd};
+  };
+  if (packed_floats > 0) {
+    struct Unit { size_t seq; int64_t g, b; };
+    std::vector<Unit> units;
+    for (size_t i = 0; i < n; ++i)
+      for (int64_t g = 0; g < s.kv_heads && packed[i].off >= 0; ++g)
+        for (int64_t b = 0; b < packed[i].blocks; ++b) units.push_back({i, g, b});
+    parallel_for(static_cast<int64_t>(units.size()), 4, [&](int64_t u0, int64_t u1, int) {
+      for (int64_t u = u0; u < u1; ++u) {
+        const Unit& un = units[u];
+        const AttentionSeq& q = seqs[un.seq];
+        const AttnPackedKv kv = packed_kv(un.seq, un.g);
+        float* kt_dst = const_cast<float*>(kv.kt) + un.b * hd * kAttnKeyBlock;
+        for (int64_t j = 0; j < kAttnKeyBlock; ++j) {
+          const int64_t p = un.b * kAttnKeyBlock + j;
+          float* v_dst = const_cast<float*>(kv.v) + p * hdp;
+          if (p < packed[un.seq].keys) {
+            const float* ks = q.k.row(p) + un.g * hd;
+            const float* vs = q.v.row(p) + un.g * hd;
+            for (int64_t d = 0; d < hd; ++d) kt_dst[d * kAttnKeyBlock + j] = ks[d];
+            std::copy(vs, vs + hd, v_dst);
+          } else {
+            for (int64_t d = 0; d < hd; ++d) kt_dst[d * kAttnKeyBlock + j] = 0.0f;
+            std::fill(v_dst, v_dst + hd, 0.0f);
+          }
+          std::fill(v_dst + hd, v_dst + hdp, 0.0f);
+        }
+      }
+    });
+  }
 
   std::vector<Task> tasks;
   std::vector<Merge> merges;
   int64_t part_floats = 0;
-  for (const Tile& tl : tiles) {
+  auto emit = [&](const Tile& tl, int64_t g) {
     const int64_t items_group = (tl.t1 - tl.t0) * group;
     // Split-K only when the tiles alone cannot keep the threads busy.
     int64_t splits = opt.max_splits;
@@ -99,28 +156,37 @@ void attention_with(const SeqKernelTable& kt, const AttentionShape& s, const Att
       splits = base < 2 * threads ? std::min((2 * threads + base - 1) / base, tl.keys / kMinSplitKeys) : 1;
       splits = std::max<int64_t>(1, splits);
     }
-    for (int64_t g = 0; g < s.kv_heads; ++g) {
-      const int64_t h0 = g * group, h1 = h0 + group;
-      if (splits > 1) {
-        const int64_t per = attn_round_up((tl.keys + splits - 1) / splits, kAttnKeyBlock);
-        const int64_t ns = (tl.keys + per - 1) / per;
-        const int64_t stride = items_group * (2 + hd);
-        merges.push_back({tl.seq, tl.t0, tl.t1, h0, h1, ns, part_floats, stride});
-        for (int64_t sp = 0; sp < ns; ++sp) {
-          const int64_t k0 = sp * per, k1 = std::min(tl.keys, k0 + per);
-          tasks.push_back({tl.seq, tl.t0, tl.t1, h0, h1, k0, k1, part_floats + sp * stride,
-                           double(items_group) * (k1 - k0)});
-        }
-        part_floats += ns * stride;
-      } else {
-        // Few tasks over a short context: heads of the group spread over threads.
-        const int64_t chunks = base < threads ? std::min(group, (threads + base - 1) / base) : 1;
-        const int64_t per = (group + chunks - 1) / chunks;
-        for (int64_t a = h0; a < h1; a += per) {
-          const int64_t b = std::min(h1, a + per);
-          tasks.push_back({tl.seq, tl.t0, tl.t1, a, b, 0, tl.keys, -1, double((tl.t1 - tl.t0) * (b - a)) * tl.keys});
-        }
+    const int64_t h0 = g * group, h1 = h0 + group;
+    if (splits > 1) {
+      const int64_t per = attn_round_up((tl.keys + splits - 1) / splits, kAttnKeyBlock);
+      const int64_t ns = (tl.keys + per - 1) / per;
+      const int64_t stride = items_group * (2 + hd);
+      merges.push_back({tl.seq, tl.t0, tl.t1, h0, h1, ns, part_floats, stride});
+      for (int64_t sp = 0; sp < ns; ++sp) {
+        const int64_t k0 = sp * per, k1 = std::min(tl.keys, k0 + per);
+        tasks.push_back({tl.seq, tl.t0, tl.t1, h0, h1, k0, k1, part_floats + sp * stride,
+                         double(items_group) * (k1 - k0)});
       }
+      part_floats += ns * stride;
+    } else {
+      // Few tasks over a short context: heads of the group spread over threads.
+      const int64_t chunks = base < threads ? std::min(group, (threads + base - 1) / base) : 1;
+      const int64_t per = (group + chunks - 1) / chunks;
+      for (int64_t a = h0; a < h1; a += per) {
+        const int64_t b = std::min(h1, a + per);
+        tasks.push_back({tl.seq, tl.t0, tl.t1, a, b, 0, tl.keys, -1, double((tl.t1 - tl.t0) * (b - a)) * tl.keys});
+      }
+    }
+  };
+  // A packed sequence goes kv group by kv group (the threads share one group's
+  // keys and values in cache), the others tile by tile.
+  for (size_t i = 0; i < n; ++i) {
+    if (packed[i].off >= 0) {
+      for (int64_t g = 0; g < s.kv_heads; ++g)
+        for (size_t t = first_tile[i]; t < first_tile[i + 1]; ++t) emit(tiles[t], g);
+    } else {
+      for (size_t t = first_tile[i]; t < first_tile[i + 1]; ++t)
+        for (int64_t g = 0; g < s.kv_heads; ++g) emit(tiles[t], g);
     }
   }
   // Longest first; threads take the next task from a shared counter.
@@ -132,12 +198,16 @@ void attention_with(const SeqKernelTable& kt, const AttentionShape& s, const Att
     for (size_t it; (it = next.fetch_add(1, std::memory_order_relaxed)) < tasks.size();) {
       const Task& tk = tasks[it];
       const int64_t items = (tk.t1 - tk.t0) * (tk.h1 - tk.h0);
-      float* work = thread_scratch(attend_work_floats(items, hd));
-      if (tk.part < 0) {
-        kt.attend(s, seqs[tk.seq], tk.t0, tk.t1, tk.h0, tk.h1, tk.k0, tk.k1, nullptr, work);
+      AttnPartial p;
+      if (tk.part >= 0) p = partial_at(parts.data(), tk.part, items);
+      const AttnPartial* pp = tk.part >= 0 ? &p : nullptr;
+      if (packed[tk.seq].off >= 0) {
+        float* work = thread_scratch(attend_packed_work_floats(items, hd));
+        kt.attend_packed(s, seqs[tk.seq], packed_kv(tk.seq, tk.h0 / group), tk.t0, tk.t1, tk.h0, tk.h1, tk.k0, tk.k1,
+                         pp, work);
       } else {
-        const AttnPartial p = partial_at(parts.data(), tk.part, items);
-        kt.attend(s, seqs[tk.seq], tk.t0, tk.t1, tk.h0, tk.h1, tk.k0, tk.k1, &p, work);
+        float* work = thread_scratch(attend_work_floats(items, hd));
+        kt.attend(s, seqs[tk.seq], tk.t0, tk.t1, tk.h0, tk.h1, tk.k0, tk.k1, pp, work);
       }
     }
   });

@@ -46,6 +46,13 @@ struct AttentionOptions {
   // 1 = no split-K, n > 1 = n ranges of whole 64-key blocks (fewer for short contexts).
   int64_t max_splits = 0;
   int64_t tile_rows = 16;   // query tokens per task
+  // Long prefill: a sequence whose query items (rows x heads of a kv group) fill
+  // at least two tiles of pack_items gets its keys and values copied once into
+  // head-contiguous blocks (keys transposed) and is worked in tiles of about
+  // pack_items items (pack_items / group rows, at least 1) with register-blocked
+  // q kᵀ and p·V kernels. pack: 0 = automatic, 1 = never, 2 = every sequence.
+  int64_t pack = 0;
+  int64_t pack_items = 96;
 };
 
 // out = softmax(scale * q kᵀ) v per query head, for every sequence.

@@ -197,3 +197,162 @@ void attend_simd(const AttentionShape& s, const AttentionSeq& seq, int64_t t0, i
     }
   }
 }
+
+// ---- Packed path (long prefill; see AttnPackedKv) ----
+// Items padded to a multiple of kAttnPackedItemPad and copied, pre-scaled, into
+// scratch. Per block of kKB keys: q kᵀ as a small GEMM, V::QR items x V::QN key
+// vectors of accumulators, one broadcast of q per item and dim against the
+// block's transposed keys (no horizontal sums); the online softmax as above;
+// then p·V with V::PR items x up to 3 vectors of head_dim per pass over the
+// block's value rows. Keys and values are contiguous per kv head, so a tile of
+// many items reads each block once from cache.
+
+// sc[i][j] = qp[i] · k_j for items i < ni (a multiple of V::QR) and the kKB keys
+// of the transposed block kt ([d][kKB]).
+inline void pk_scores(const float* qp, int64_t ni, int64_t hd, int64_t hdp, const float* kt, float* sc) {
+  constexpr int R = V::QR, N = V::QN, KW = V::QN * V::W;
+  static_assert(kKB % KW == 0 && kAttnPackedItemPad % R == 0, "packed score tile");
+  for (int64_t i0 = 0; i0 < ni; i0 += R) {
+    const float* q = qp + i0 * hdp;
+    for (int64_t j0 = 0; j0 < kKB; j0 += KW) {
+      V::T a[R][N];
+      QSEQ_UNROLL
+      for (int r = 0; r < R; ++r)
+        QSEQ_UNROLL
+        for (int n = 0; n < N; ++n) a[r][n] = V::zero();
+      const float* k = kt + j0;
+      for (int64_t d = 0; d < hd; ++d, k += kKB) {
+        V::T kv[N];
+        QSEQ_UNROLL
+        for (int n = 0; n < N; ++n) kv[n] = V::load(k + n * V::W);
+        QSEQ_UNROLL
+        for (int r = 0; r < R; ++r) {
+          const V::T b = V::set1(q[r * hdp + d]);
+          QSEQ_UNROLL
+          for (int n = 0; n < N; ++n) a[r][n] = V::fma(b, kv[n], a[r][n]);
+        }
+      }
+      QSEQ_UNROLL
+      for (int r = 0; r < R; ++r)
+        QSEQ_UNROLL
+        for (int n = 0; n < N; ++n) V::store(sc + (i0 + r) * kKB + j0 + n * V::W, a[r][n]);
+    }
+  }
+}
+
+// acc[i][c0 + c*W ...] += Σ_{j < nkeys} p[i][j] v_j[c0 + c*W ...] for c < PC, items i < ni
+// (a multiple of V::PR); value rows with the stride vs.
+template <int PC>
+inline void pk_pv(const float* p, int64_t ni, const float* v, int64_t vs, int64_t nkeys, int64_t c0, float* acc,
+                  int64_t hdp) {
+  constexpr int R = V::PR;
+  static_assert(kAttnPackedItemPad % R == 0, "packed p·V tile");
+  for (int64_t i0 = 0; i0 < ni; i0 += R) {
+    V::T a[R][PC];
+    QSEQ_UNROLL
+    for (int r = 0; r < R; ++r)
+      QSEQ_UNROLL
+      for (int c = 0; c < PC; ++c) a[r][c] = V::load(acc + (i0 + r) * hdp + c0 + c * V::W);
+    const float* pr = p + i0 * kKB;
+    const float* vj = v + c0;
+    for (int64_t j = 0; j < nkeys; ++j, vj += vs) {
+      V::T vv[PC];
+      QSEQ_UNROLL
+      for (int c = 0; c < PC; ++c) vv[c] = V::load(vj + c * V::W);
+      QSEQ_UNROLL
+      for (int r = 0; r < R; ++r) {
+        const V::T b = V::set1(pr[r * kKB + j]);
+        QSEQ_UNROLL
+        for (int c = 0; c < PC; ++c) a[r][c] = V::fma(b, vv[c], a[r][c]);
+      }
+    }
+    QSEQ_UNROLL
+    for (int r = 0; r < R; ++r)
+      QSEQ_UNROLL
+      for (int c = 0; c < PC; ++c) V::store(acc + (i0 + r) * hdp + c0 + c * V::W, a[r][c]);
+  }
+}
+
+void attend_packed_simd(const AttentionShape& s, const AttentionSeq& seq, const AttnPackedKv& kv, int64_t t0,
+                        int64_t t1, int64_t h0, int64_t h1, int64_t k0, int64_t k1, const AttnPartial* part,
+                        float* work) {
+  const int64_t hd = s.head_dim, nh = h1 - h0;
+  const int64_t items = (t1 - t0) * nh, ni = attn_round_up(items, kAttnPackedItemPad);
+  const int64_t hdp = attn_round_up(hd, kAttnDimPad), hdl = attn_round_up(hd, V::W);
+  float* qp = work;
+  float* acc = qp + ni * hdp;
+  float* sc = acc + ni * hdp;
+  float* mx = sc + ni * kKB;
+  float* sum = mx + ni;
+  auto kend = [&](int64_t i) { return imin(k1, seq.pos[t0 + i / nh] + 1); };
+
+  int64_t kmax = k0;
+  for (int64_t i = 0; i < ni; ++i) {
+    float* row = qp + i * hdp;
+    int64_t d = 0;
+    if (i < items) {
+      const float* src = seq.q + (t0 + i / nh) * s.q_stride + (h0 + i % nh) * hd;
+      for (; d < hd; ++d) row[d] = s.scale * src[d];
+      kmax = imax(kmax, kend(i));
+    }
+    for (; d < hdp; ++d) row[d] = 0.0f;
+    for (d = 0; d < hdp; ++d) acc[i * hdp + d] = 0.0f;
+    mx[i] = -INFINITY;
+    sum[i] = 0.0f;
+  }
+
+  for (int64_t kb = k0; kb < kmax; kb += kKB) {
+    const int64_t nb = imin(kKB, kmax - kb);
+    pk_scores(qp, ni, hd, hdp, kv.kt + (kb / kKB) * hd * kKB, sc);
+
+    // Online softmax: scores -> weights in place, running max / sum / rescaled acc.
+    for (int64_t i = 0; i < ni; ++i) {
+      float* row = sc + i * kKB;
+      const int64_t n = i < items ? imin(kb + kKB, kend(i)) - kb : 0;
+      if (n <= 0) {
+        for (int64_t j = 0; j < kKB; ++j) row[j] = 0.0f;
+        continue;
+      }
+      for (int64_t j = n; j < kKB; ++j) row[j] = -INFINITY;
+      V::T mv = V::set1(-INFINITY);
+      for (int64_t j = 0; j < kKB; j += V::W) mv = V::max(mv, V::load(row + j));
+      const float bm = V::reduce_max(mv);
+      const float m = mx[i] > bm ? mx[i] : bm;
+      const V::T mvec = V::set1(m);
+      V::T sv = V::zero();
+      for (int64_t j = 0; j < kKB; j += V::W) {
+        const V::T p = exp_v(V::sub(V::load(row + j), mvec));
+        V::store(row + j, p);
+        sv = V::add(sv, p);
+      }
+      const float corr = sexp(mx[i] - m);
+      if (corr != 1.0f) {
+        const V::T cv = V::set1(corr);
+        float* a = acc + i * hdp;
+        for (int64_t d = 0; d < hdl; d += V::W) V::store(a + d, V::mul(cv, V::load(a + d)));
+        sum[i] *= corr;
+      }
+      sum[i] += V::reduce_add(sv);
+      mx[i] = m;
+    }
+
+    const float* vb = kv.v + kb * hdp;
+    int64_t c0 = 0;
+    for (; c0 + 3 * V::W <= hdl; c0 += 3 * V::W) pk_pv<3>(sc, ni, vb, hdp, nb, c0, acc, hdp);
+    if (hdl - c0 == 2 * V::W) pk_pv<2>(sc, ni, vb, hdp, nb, c0, acc, hdp);
+    else if (hdl - c0 == V::W) pk_pv<1>(sc, ni, vb, hdp, nb, c0, acc, hdp);
+  }
+
+  for (int64_t i = 0; i < items; ++i) {
+    const float* a = acc + i * hdp;
+    if (part) {
+      part->m[i] = mx[i];
+      part->l[i] = sum[i];
+      for (int64_t d = 0; d < hd; ++d) part->acc[i * hd + d] = a[d];
+    } else {
+      const float inv = sum[i] > 0.0f ? 1.0f / sum[i] : 0.0f;
+      float* o = seq.out + (t0 + i / nh) * s.out_stride + (h0 + i % nh) * hd;
+      for (int64_t d = 0; d < hd; ++d) o[d] = a[d] * inv;
+    }
+  }
+}

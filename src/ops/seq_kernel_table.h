@@ -35,6 +35,25 @@ inline int64_t attend_work_floats(int64_t items, int64_t head_dim) {
   return 2 * ni * hdp + ni * kAttnKeyBlock + 2 * ni + 2 * kAttnKeyBlock * hdp;
 }
 
+// Keys and values of one kv head packed for the long-prefill path (ops::attention
+// packs them once per call, for every query tile of the sequence): keys in blocks
+// of kAttnKeyBlock, each block transposed (key p = b*kAttnKeyBlock + j, dim d at
+// kt[(b * head_dim + d) * kAttnKeyBlock + j]); values row-major with the row
+// stride attn_round_up(head_dim, kAttnDimPad) (key p, dim d at v[p * stride + d]).
+// Zero padded: keys up to a whole block, value rows up to the stride.
+struct AttnPackedKv {
+  const float* kt = nullptr;
+  const float* v = nullptr;
+};
+
+constexpr int64_t kAttnPackedItemPad = 12;   // items padded to a multiple of this on the packed path
+
+// Scratch floats attend_packed needs for `items` query items.
+inline int64_t attend_packed_work_floats(int64_t items, int64_t head_dim) {
+  const int64_t ni = attn_round_up(items, kAttnPackedItemPad), hdp = attn_round_up(head_dim, kAttnDimPad);
+  return 2 * ni * hdp + ni * kAttnKeyBlock + 2 * ni;
+}
+
 // Scratch floats the delta rule needs (chunk size C; C = 0 for the recurrent form).
 inline int64_t delta_work_floats(int64_t dk, int64_t dv, int64_t C) {
   if (C <= 0) return dv;
@@ -50,6 +69,13 @@ struct SeqKernelTable {
   // at least one key). work: attend_work_floats(items, head_dim) floats.
   void (*attend)(const AttentionShape& s, const AttentionSeq& seq, int64_t t0, int64_t t1, int64_t h0, int64_t h1,
                  int64_t k0, int64_t k1, const AttnPartial* part, float* work);
+  // The same on packed keys/values of the items' kv group (seq.k / seq.v unused):
+  // k0 a multiple of kAttnKeyBlock, every key below max(pos) + 1 of the items
+  // packed. Query tiles: a register-blocked q kᵀ (items x keys of a block, the
+  // keys as vectors) and p·V. work: attend_packed_work_floats(items, head_dim).
+  void (*attend_packed)(const AttentionShape& s, const AttentionSeq& seq, const AttnPackedKv& kv, int64_t t0,
+                        int64_t t1, int64_t h0, int64_t h1, int64_t k0, int64_t k1, const AttnPartial* part,
+                        float* work);
   // work: delta_work_floats(dk, dv, 0) / (dk, dv, C) floats.
   void (*delta_recurrent)(const DeltaRuleIO& io, float* work);
   void (*delta_chunked)(const DeltaRuleIO& io, int64_t C, float* work);
@@ -72,6 +98,9 @@ std::vector<std::string> seq_kernel_paths();
 void vexp_scalar(const float* x, int64_t n, float* y);
 void attend_scalar(const AttentionShape& s, const AttentionSeq& seq, int64_t t0, int64_t t1, int64_t h0, int64_t h1,
                    int64_t k0, int64_t k1, const AttnPartial* part, float* work);
+void attend_packed_scalar(const AttentionShape& s, const AttentionSeq& seq, const AttnPackedKv& kv, int64_t t0,
+                          int64_t t1, int64_t h0, int64_t h1, int64_t k0, int64_t k1, const AttnPartial* part,
+                          float* work);
 void delta_recurrent_scalar(const DeltaRuleIO& io, float* work);
 void delta_chunked_scalar(const DeltaRuleIO& io, int64_t C, float* work);
 void conv_silu_scalar(const float* const* x, int64_t K, const float* w, int64_t conv_dim, int64_t c0, int64_t c1,

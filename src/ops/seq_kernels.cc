@@ -20,7 +20,7 @@ bool can_run_avx512_seq(const CpuFeatures& f) {
 }  // namespace
 
 const SeqKernelTable& seq_scalar_kernels() {
-  static const SeqKernelTable t{"scalar", vexp_scalar, attend_scalar, delta_recurrent_scalar, delta_chunked_scalar,
+  static const SeqKernelTable t{"scalar", vexp_scalar, attend_scalar, attend_packed_scalar, delta_recurrent_scalar, delta_chunked_scalar,
                                 conv_silu_scalar};
   return t;
 }

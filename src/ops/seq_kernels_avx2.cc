@@ -18,6 +18,10 @@ struct V {
   static constexpr int W = 8;
   static constexpr int NK = 2;   // keys per attention score tile (x 4 items): 8 accumulators
   static constexpr int PI = 2;   // items per attention p·V tile (x 4 vectors): 8 accumulators
+  // Packed path (kAttnPackedItemPad must be a multiple of QR and PR):
+  static constexpr int QR = 6;   // items per q kᵀ tile (x QN key vectors): 12 accumulators
+  static constexpr int QN = 2;
+  static constexpr int PR = 4;   // items per p·V tile (x up to 3 vectors of head_dim): 12 accumulators
   static T zero() { return _mm256_setzero_ps(); }
   static T set1(float f) { return _mm256_set1_ps(f); }
   static T load(const float* p) { return _mm256_loadu_ps(p); }
@@ -78,7 +82,7 @@ inline float sexp(float x) { return __builtin_expf(x); }
 }  // namespace
 
 const SeqKernelTable& seq_avx2_kernels() {
-  static const SeqKernelTable t{"avx2", vexp_simd, attend_simd, delta_recurrent_simd, delta_chunked_simd,
+  static const SeqKernelTable t{"avx2", vexp_simd, attend_simd, attend_packed_simd, delta_recurrent_simd, delta_chunked_simd,
                                 conv_silu_simd};
   return t;
 }

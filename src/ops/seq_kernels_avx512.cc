@@ -23,6 +23,10 @@ struct V {
   static constexpr int W = 16;
   static constexpr int NK = 4;   // keys per attention score tile (x 4 items)
   static constexpr int PI = 4;   // items per attention p·V tile (x 4 vectors)
+  // Packed path (kAttnPackedItemPad must be a multiple of QR and PR):
+  static constexpr int QR = 12;  // items per q kᵀ tile (x QN key vectors): 24 accumulators
+  static constexpr int QN = 2;
+  static constexpr int PR = 6;   // items per p·V tile (x up to 3 vectors of head_dim): 18 accumulators
   static T zero() { return _mm512_setzero_ps(); }
   static T set1(float f) { return _mm512_set1_ps(f); }
   static T load(const float* p) { return _mm512_loadu_ps(p); }
@@ -76,7 +80,7 @@ inline float sexp(float x) { return __builtin_expf(x); }
 }  // namespace
 
 const SeqKernelTable& seq_avx512_kernels() {
-  static const SeqKernelTable t{"avx512", vexp_simd, attend_simd, delta_recurrent_simd, delta_chunked_simd,
+  static const SeqKernelTable t{"avx512", vexp_simd, attend_simd, attend_packed_simd, delta_recurrent_simd, delta_chunked_simd,
                                 conv_silu_simd};
   return t;
 }

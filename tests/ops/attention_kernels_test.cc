@@ -48,6 +48,11 @@ struct Problem {
     for (auto& x : q) x = 1.5f * nd(rng);
     for (int64_t t = 0; t < rows; ++t) pos.push_back(len - rows + t);
   }
+  // Every query row sees all len keys (the vision tower's full attention).
+  Problem& full() {
+    for (auto& p : pos) p = len - 1;
+    return *this;
+  }
   AttentionSeq seq(float* out) const {
     AttentionSeq s;
     s.q = q.data();
@@ -58,12 +63,16 @@ struct Problem {
     s.v = {vptr.data(), 256, shape.kv_heads * shape.head_dim + 3};
     return s;
   }
-  std::vector<float> run(const detail::SeqKernelTable& kt, int64_t max_splits, int64_t tile_rows = 16) const {
+  // pack: AttentionOptions::pack (1 = never, 2 = always), pack_items its tile size.
+  std::vector<float> run(const detail::SeqKernelTable& kt, int64_t max_splits, int64_t tile_rows = 16,
+                         int64_t pack = 1, int64_t pack_items = 96) const {
     std::vector<float> out(rows * shape.out_stride, NAN);
     const AttentionSeq s = seq(out.data());
     AttentionOptions opt;
     opt.max_splits = max_splits;
     opt.tile_rows = tile_rows;
+    opt.pack = pack;
+    opt.pack_items = pack_items;
     detail::attention_with(kt, shape, &s, 1, opt);
     return out;
   }
@@ -120,12 +129,63 @@ std::string name(const Case& c) {
          " rows " + std::to_string(c.rows) + " len " + std::to_string(c.len);
 }
 
+// Long-prefill shapes for the packed path: causal tiles over a cache, GQA, and
+// the vision tower's full attention (16 heads of 72, every row sees every key).
+struct PrefillCase {
+  int64_t heads, kv_heads, hd, rows, len;
+  bool full;
+};
+
+const PrefillCase kPrefill[] = {
+    {16, 16, 72, 300, 300, true}, {8, 1, 20, 37, 120, false}, {4, 2, 64, 130, 130, false},
+    {2, 2, 17, 61, 61, true},     {8, 2, 40, 45, 700, false}, {16, 2, 256, 40, 200, false},
+    {3, 3, 9, 1, 5, false},       {4, 4, 72, 129, 129, true},
+};
+
+std::string name(const PrefillCase& c) {
+  return "heads " + std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) + " hd " + std::to_string(c.hd) +
+         " rows " + std::to_string(c.rows) + " len " + std::to_string(c.len) + (c.full ? " full" : " causal");
+}
+
+Problem make(const PrefillCase& c, uint32_t seed) {
+  Problem p(c.heads, c.kv_heads, c.hd, c.rows, c.len, seed);
+  if (c.full) p.full();
+  return p;
+}
+
 TEST(AttentionKernels, ScalarTwinMatchesDoubleReference) {
   uint32_t seed = 1;
   for (const Case& c : kCases) {
     const Problem p(c.heads, c.kv_heads, c.hd, c.rows, c.len, seed++);
     const std::vector<double> ref = p.reference();
     EXPECT_LT(max_diff(p.run(detail::seq_scalar_kernels(), 1), ref), 2e-5) << name(c);
+    EXPECT_LT(max_diff(p.run(detail::seq_scalar_kernels(), 1, 16, 2), ref), 2e-5) << "packed: " << name(c);
+  }
+  for (const PrefillCase& c : kPrefill) {
+    const Problem p = make(c, seed++);
+    const std::vector<double> ref = p.reference();
+    EXPECT_LT(max_diff(p.run(detail::seq_scalar_kernels(), 1), ref), 2e-5) << name(c);
+    EXPECT_LT(max_diff(p.run(detail::seq_scalar_kernels(), 1, 16, 2), ref), 2e-5) << "packed: " << name(c);
+  }
+}
+
+// The packed path (keys/values copied head-contiguous, register-blocked tiles)
+// of every SIMD table against the scalar twin, forced on, automatic, with odd
+// tile sizes and with split-K.
+TEST(AttentionKernels, PackedPathMatchesScalarTwin) {
+  uint32_t seed = 300;
+  for (const std::string& path : detail::seq_kernel_paths()) {
+    const detail::SeqKernelTable& kt = *detail::seq_kernels_for(path);
+    for (const PrefillCase& c : kPrefill) {
+      const Problem p = make(c, seed++);
+      const std::vector<float> want = p.run(detail::seq_scalar_kernels(), 1);
+      EXPECT_LT(max_diff(p.run(kt, 1, 16, 2), want), 2e-5) << path << " packed: " << name(c);
+      EXPECT_LT(max_diff(p.run(kt, 1, 16, 2, 5), want), 2e-5) << path << " packed, 5 items: " << name(c);
+      EXPECT_LT(max_diff(p.run(kt, 1, 16, 2, 29), want), 2e-5) << path << " packed, 29 items: " << name(c);
+      EXPECT_LT(max_diff(p.run(kt, 3, 16, 2, 24), want), 2e-5) << path << " packed, split 3: " << name(c);
+      EXPECT_LT(max_diff(p.run(kt, 0, 16, 0), want), 2e-5) << path << " automatic: " << name(c);
+      EXPECT_LT(max_diff(p.run(kt, 1, 16, 1), want), 2e-5) << path << " unpacked: " << name(c);
+    }
   }
 }
 
@@ -185,6 +245,12 @@ TEST(AttentionKernels, BadArgumentsThrow) {
   EXPECT_THROW(attention(p.shape, &negpos, 1), Error);
   AttentionOptions opt;
   opt.max_splits = -2;
+  EXPECT_THROW(attention(p.shape, &s, 1, opt), Error);
+  opt = {};
+  opt.pack = 3;
+  EXPECT_THROW(attention(p.shape, &s, 1, opt), Error);
+  opt = {};
+  opt.pack_items = 0;
   EXPECT_THROW(attention(p.shape, &s, 1, opt), Error);
   EXPECT_THROW(detail::seq_kernels_for("sse9"), Error);
 }
