@@ -135,7 +135,15 @@ void run_case(const MmCase& c, bool golden_embeds, int64_t chunk) {
   EXPECT_LE(dec_max, 1e-3) << "decode logits";
 }
 
-TEST_P(MultimodalGolden, EndToEnd) { run_case(GetParam(), false, 1 << 20); }
+// End to end on every kernel path this CPU has (scalar, AVX2, AVX-512): the tower, the
+// merger and the text model each dispatch through ops/.
+TEST_P(MultimodalGolden, EndToEnd) {
+  for (const std::string& path : kernel_paths()) {
+    SCOPED_TRACE("kernel path " + path);
+    KernelPathGuard guard(path);
+    run_case(GetParam(), false, 1 << 20);
+  }
+}
 TEST_P(MultimodalGolden, TextSideWithGoldenEmbeddings) { run_case(GetParam(), true, 1 << 20); }
 TEST_P(MultimodalGolden, ChunkedPrefill) { run_case(GetParam(), false, 37); }
 
