@@ -97,6 +97,92 @@ inline void copy_rows(const KvRows& rows, int64_t r0, int64_t nb, int64_t nbp, i
   }
 }
 
+// Shared by both paths below. Item i of a tile is query row t0 + i / nh, head h0 + i % nh;
+// it attends to the keys before the returned end (causal: up to its own position).
+inline int64_t attn_item_key_end(const AttentionSeq& seq, int64_t t0, int64_t nh, int64_t k1, int64_t i) {
+  return imin(k1, seq.pos[t0 + i / nh] + 1);
+}
+
+// The items copied, pre-scaled, into qp (row stride hdp; rows items..ni and columns hd..hdp
+// zero), acc zeroed, the running max and sum reset. Returns the end of the longest key range.
+inline int64_t attn_load_items(const AttentionShape& s, const AttentionSeq& seq, int64_t t0, int64_t h0, int64_t nh,
+                               int64_t items, int64_t ni, int64_t hdp, int64_t k0, int64_t k1, float* qp, float* acc,
+                               float* mx, float* sum) {
+  const int64_t hd = s.head_dim;
+  int64_t kmax = k0;
+  for (int64_t i = 0; i < ni; ++i) {
+    float* row = qp + i * hdp;
+    int64_t d = 0;
+    if (i < items) {
+      const float* src = seq.q + (t0 + i / nh) * s.q_stride + (h0 + i % nh) * hd;
+      for (; d < hd; ++d) row[d] = s.scale * src[d];
+      kmax = imax(kmax, attn_item_key_end(seq, t0, nh, k1, i));
+    }
+    for (; d < hdp; ++d) row[d] = 0.0f;
+    for (d = 0; d < hdp; ++d) acc[i * hdp + d] = 0.0f;
+    mx[i] = -INFINITY;
+    sum[i] = 0.0f;
+  }
+  return kmax;
+}
+
+// Online softmax over the key block starting at kb: each item's scores sc[i][0, w) become
+// weights in place (keys past its range masked), its running max and sum are updated and
+// acc[i] rescaled. An item with no key in the block gets zero weights over [0, zw).
+inline void attn_softmax_block(const AttentionSeq& seq, int64_t t0, int64_t nh, int64_t k1, int64_t items, int64_t ni,
+                               int64_t kb, int64_t zw, int64_t w, int64_t hdp, int64_t hdl, float* sc, float* acc,
+                               float* mx, float* sum) {
+  for (int64_t i = 0; i < ni; ++i) {
+    float* row = sc + i * kKB;
+    const int64_t n = i < items ? imin(kb + kKB, attn_item_key_end(seq, t0, nh, k1, i)) - kb : 0;
+    if (n <= 0) {
+      for (int64_t j = 0; j < zw; ++j) row[j] = 0.0f;
+      continue;
+    }
+    for (int64_t j = n; j < w; ++j) row[j] = -INFINITY;
+    V::T mv = V::set1(-INFINITY);
+    for (int64_t j = 0; j < w; j += V::W) mv = V::max(mv, V::load(row + j));
+    const float bm = V::reduce_max(mv);
+    const float m = mx[i] > bm ? mx[i] : bm;
+    const V::T mvec = V::set1(m);
+    V::T sv = V::zero();
+    for (int64_t j = 0; j < w; j += V::W) {
+      const V::T p = exp_v(V::sub(V::load(row + j), mvec));
+      V::store(row + j, p);
+      sv = V::add(sv, p);
+    }
+    const float corr = sexp(mx[i] - m);
+    if (corr != 1.0f) {
+      const V::T cv = V::set1(corr);
+      float* a = acc + i * hdp;
+      for (int64_t d = 0; d < hdl; d += V::W) V::store(a + d, V::mul(cv, V::load(a + d)));
+      sum[i] *= corr;
+    }
+    sum[i] += V::reduce_add(sv);
+    mx[i] = m;
+  }
+}
+
+// The items' results: normalized into seq.out, or with part the unnormalized (m, l, acc)
+// the split-K merge combines.
+inline void attn_store_items(const AttentionShape& s, const AttentionSeq& seq, int64_t t0, int64_t h0, int64_t nh,
+                             int64_t items, int64_t hdp, const float* acc, const float* mx, const float* sum,
+                             const AttnPartial* part) {
+  const int64_t hd = s.head_dim;
+  for (int64_t i = 0; i < items; ++i) {
+    const float* a = acc + i * hdp;
+    if (part) {
+      part->m[i] = mx[i];
+      part->l[i] = sum[i];
+      for (int64_t d = 0; d < hd; ++d) part->acc[i * hd + d] = a[d];
+    } else {
+      const float inv = sum[i] > 0.0f ? 1.0f / sum[i] : 0.0f;
+      float* o = seq.out + (t0 + i / nh) * s.out_stride + (h0 + i % nh) * hd;
+      for (int64_t d = 0; d < hd; ++d) o[d] = a[d] * inv;
+    }
+  }
+}
+
 void attend_simd(const AttentionShape& s, const AttentionSeq& seq, int64_t t0, int64_t t1, int64_t h0, int64_t h1,
                  int64_t k0, int64_t k1, const AttnPartial* part, float* work) {
   const int64_t hd = s.head_dim, group = s.heads / s.kv_heads, nh = h1 - h0;
@@ -110,22 +196,7 @@ void attend_simd(const AttentionShape& s, const AttentionSeq& seq, int64_t t0, i
   float* sum = mx + ni;
   float* kbuf = sum + ni;
   float* vbuf = kbuf + kKB * hdp;
-  auto kend = [&](int64_t i) { return imin(k1, seq.pos[t0 + i / nh] + 1); };
-
-  int64_t kmax = k0;
-  for (int64_t i = 0; i < ni; ++i) {
-    float* row = qp + i * hdp;
-    int64_t d = 0;
-    if (i < items) {
-      const float* src = seq.q + (t0 + i / nh) * s.q_stride + (h0 + i % nh) * hd;
-      for (; d < hd; ++d) row[d] = s.scale * src[d];
-      kmax = imax(kmax, kend(i));
-    }
-    for (; d < hdp; ++d) row[d] = 0.0f;
-    for (d = 0; d < hdp; ++d) acc[i * hdp + d] = 0.0f;
-    mx[i] = -INFINITY;
-    sum[i] = 0.0f;
-  }
+  const int64_t kmax = attn_load_items(s, seq, t0, h0, nh, items, ni, hdp, k0, k1, qp, acc, mx, sum);
 
   for (int64_t kb = k0; kb < kmax; kb += kKB) {
     const int64_t nb = imin(kKB, kmax - kb), nbp = attn_round_up(nb, V::NK), nbw = attn_round_up(nbp, V::W);
@@ -147,36 +218,7 @@ void attend_simd(const AttentionShape& s, const AttentionSeq& seq, int64_t t0, i
     const float* nk = next ? seq.k.row(kb + kKB) + off : nullptr;
     const float* nv = next ? seq.v.row(kb + kKB) + off : nullptr;
     attn_scores(qp, ni, hdl, hdp, kp, ks, nbp, sc, nk, ks);
-
-    // Online softmax: scores -> weights in place, running max / sum / rescaled acc.
-    for (int64_t i = 0; i < ni; ++i) {
-      float* row = sc + i * kKB;
-      const int64_t n = i < items ? imin(kb + kKB, kend(i)) - kb : 0;
-      if (n <= 0) {
-        for (int64_t j = 0; j < nbp; ++j) row[j] = 0.0f;
-        continue;
-      }
-      for (int64_t j = n; j < nbw; ++j) row[j] = -INFINITY;
-      V::T mv = V::set1(-INFINITY);
-      for (int64_t j = 0; j < nbw; j += V::W) mv = V::max(mv, V::load(row + j));
-      const float m = mx[i] > V::reduce_max(mv) ? mx[i] : V::reduce_max(mv);
-      const V::T mvec = V::set1(m);
-      V::T sv = V::zero();
-      for (int64_t j = 0; j < nbw; j += V::W) {
-        const V::T p = exp_v(V::sub(V::load(row + j), mvec));
-        V::store(row + j, p);
-        sv = V::add(sv, p);
-      }
-      const float corr = sexp(mx[i] - m);
-      if (corr != 1.0f) {
-        const V::T cv = V::set1(corr);
-        float* a = acc + i * hdp;
-        for (int64_t d = 0; d < hdl; d += V::W) V::store(a + d, V::mul(cv, V::load(a + d)));
-        sum[i] *= corr;
-      }
-      sum[i] += V::reduce_add(sv);
-      mx[i] = m;
-    }
+    attn_softmax_block(seq, t0, nh, k1, items, ni, kb, nbp, nbw, hdp, hdl, sc, acc, mx, sum);
 
     int64_t c0 = 0;
     for (; c0 + 4 * V::W <= hdl; c0 += 4 * V::W)
@@ -184,18 +226,7 @@ void attend_simd(const AttentionShape& s, const AttentionSeq& seq, int64_t t0, i
     for (; c0 < hdl; c0 += V::W) attn_pv<1>(sc, ni, vp, vs, nbp, c0, acc, hdp, nv ? nv + c0 : nullptr, vs, V::W);
   }
 
-  for (int64_t i = 0; i < items; ++i) {
-    const float* a = acc + i * hdp;
-    if (part) {
-      part->m[i] = mx[i];
-      part->l[i] = sum[i];
-      for (int64_t d = 0; d < hd; ++d) part->acc[i * hd + d] = a[d];
-    } else {
-      const float inv = sum[i] > 0.0f ? 1.0f / sum[i] : 0.0f;
-      float* o = seq.out + (t0 + i / nh) * s.out_stride + (h0 + i % nh) * hd;
-      for (int64_t d = 0; d < hd; ++d) o[d] = a[d] * inv;
-    }
-  }
+  attn_store_items(s, seq, t0, h0, nh, items, hdp, acc, mx, sum, part);
 }
 
 // ---- Packed path (long prefill; see AttnPackedKv) ----
@@ -284,57 +315,12 @@ void attend_packed_simd(const AttentionShape& s, const AttentionSeq& seq, const 
   float* sc = acc + ni * hdp;
   float* mx = sc + ni * kKB;
   float* sum = mx + ni;
-  auto kend = [&](int64_t i) { return imin(k1, seq.pos[t0 + i / nh] + 1); };
-
-  int64_t kmax = k0;
-  for (int64_t i = 0; i < ni; ++i) {
-    float* row = qp + i * hdp;
-    int64_t d = 0;
-    if (i < items) {
-      const float* src = seq.q + (t0 + i / nh) * s.q_stride + (h0 + i % nh) * hd;
-      for (; d < hd; ++d) row[d] = s.scale * src[d];
-      kmax = imax(kmax, kend(i));
-    }
-    for (; d < hdp; ++d) row[d] = 0.0f;
-    for (d = 0; d < hdp; ++d) acc[i * hdp + d] = 0.0f;
-    mx[i] = -INFINITY;
-    sum[i] = 0.0f;
-  }
+  const int64_t kmax = attn_load_items(s, seq, t0, h0, nh, items, ni, hdp, k0, k1, qp, acc, mx, sum);
 
   for (int64_t kb = k0; kb < kmax; kb += kKB) {
     const int64_t nb = imin(kKB, kmax - kb);
     pk_scores(qp, ni, hd, hdp, kv.kt + (kb / kKB) * hd * kKB, sc);
-
-    // Online softmax: scores -> weights in place, running max / sum / rescaled acc.
-    for (int64_t i = 0; i < ni; ++i) {
-      float* row = sc + i * kKB;
-      const int64_t n = i < items ? imin(kb + kKB, kend(i)) - kb : 0;
-      if (n <= 0) {
-        for (int64_t j = 0; j < kKB; ++j) row[j] = 0.0f;
-        continue;
-      }
-      for (int64_t j = n; j < kKB; ++j) row[j] = -INFINITY;
-      V::T mv = V::set1(-INFINITY);
-      for (int64_t j = 0; j < kKB; j += V::W) mv = V::max(mv, V::load(row + j));
-      const float bm = V::reduce_max(mv);
-      const float m = mx[i] > bm ? mx[i] : bm;
-      const V::T mvec = V::set1(m);
-      V::T sv = V::zero();
-      for (int64_t j = 0; j < kKB; j += V::W) {
-        const V::T p = exp_v(V::sub(V::load(row + j), mvec));
-        V::store(row + j, p);
-        sv = V::add(sv, p);
-      }
-      const float corr = sexp(mx[i] - m);
-      if (corr != 1.0f) {
-        const V::T cv = V::set1(corr);
-        float* a = acc + i * hdp;
-        for (int64_t d = 0; d < hdl; d += V::W) V::store(a + d, V::mul(cv, V::load(a + d)));
-        sum[i] *= corr;
-      }
-      sum[i] += V::reduce_add(sv);
-      mx[i] = m;
-    }
+    attn_softmax_block(seq, t0, nh, k1, items, ni, kb, kKB, kKB, hdp, hdl, sc, acc, mx, sum);
 
     const float* vb = kv.v + kb * hdp;
     int64_t c0 = 0;
@@ -343,16 +329,5 @@ void attend_packed_simd(const AttentionShape& s, const AttentionSeq& seq, const 
     else if (hdl - c0 == V::W) pk_pv<1>(sc, ni, vb, hdp, nb, c0, acc, hdp);
   }
 
-  for (int64_t i = 0; i < items; ++i) {
-    const float* a = acc + i * hdp;
-    if (part) {
-      part->m[i] = mx[i];
-      part->l[i] = sum[i];
-      for (int64_t d = 0; d < hd; ++d) part->acc[i * hd + d] = a[d];
-    } else {
-      const float inv = sum[i] > 0.0f ? 1.0f / sum[i] : 0.0f;
-      float* o = seq.out + (t0 + i / nh) * s.out_stride + (h0 + i % nh) * hd;
-      for (int64_t d = 0; d < hd; ++d) o[d] = a[d] * inv;
-    }
-  }
+  attn_store_items(s, seq, t0, h0, nh, items, hdp, acc, mx, sum, part);
 }
