@@ -584,8 +584,10 @@ void HttpServer::Impl::chat(const httplib::Request& req, httplib::Response& res)
     prompt += forced;
   }
   // Tokenized only up to the context length: a longer prompt is refused without encoding the rest.
-  size_t encoded = 0;
-  std::vector<int> ids = tok->encode_bounded(prompt, true, static_cast<size_t>(E().max_model_len()), &encoded);
+  // (A prompt cut short is refused here, before its images are fetched.)
+  Tokenizer::Bounded enc = tok->encode_bounded(prompt, true, static_cast<size_t>(E().max_model_len()));
+  if (!enc.complete) E().check_context(static_cast<int64_t>(enc.tokens), r.gen.max_tokens, true);
+  std::vector<int> ids = std::move(enc.ids);
   // Images: fetched, decoded and preprocessed here (each failure a 400 naming its part); the
   // engine expands each <|image_pad|> to the image's token count, which usage counts too.
   int64_t prompt_len = static_cast<int64_t>(ids.size());
@@ -593,7 +595,7 @@ void HttpServer::Impl::chat(const httplib::Request& req, httplib::Response& res)
     r.gen.images = load_request_images(r.images, request_processor(r), opts.media);
     for (const auto& im : *r.gen.images) prompt_len += im.merged_tokens(processor.merge_size) - 1;
   }
-  E().check_context(prompt_len, r.gen.max_tokens, encoded < prompt.size());
+  E().check_context(prompt_len, r.gen.max_tokens);
   // Structured outputs: the forced tool call's remainder, or response_format / guided_*;
   // with thinking on (and a reasoning parser) the constraint starts after the think end.
   std::optional<grammar::Spec> spec = r.structured;
@@ -648,16 +650,16 @@ void HttpServer::Impl::completions(const httplib::Request& req, httplib::Respons
     throw ApiError(400, cat("model '", model, "' has no tokenizer; send the prompt as an array of token ids"),
                    "prompt");
   }
-  std::vector<bool> cut(prompts.size(), false);  // text tokenized only up to the context length
   for (const auto& t : r.prompt_texts) {
-    size_t encoded = 0;
-    prompts.push_back(tok->encode_bounded(t, true, static_cast<size_t>(E().max_model_len()), &encoded));
-    cut.push_back(encoded < t.size());
+    // Tokenized only up to the context length: a longer text is refused without encoding the rest.
+    Tokenizer::Bounded enc = tok->encode_bounded(t, true, static_cast<size_t>(E().max_model_len()));
+    if (!enc.complete) E().check_context(static_cast<int64_t>(enc.tokens), r.gen.max_tokens, true);
+    prompts.push_back(std::move(enc.ids));
     echoes.push_back(t);
   }
   for (size_t i = 0; i < prompts.size(); ++i) {
     if (prompts[i].empty()) throw ApiError(400, "prompt: encodes to no tokens", "prompt");
-    E().check_context(static_cast<int64_t>(prompts[i].size()), r.gen.max_tokens, cut[i]);
+    E().check_context(static_cast<int64_t>(prompts[i].size()), r.gen.max_tokens);
   }
   int64_t queued_tokens = 0, held_bytes = 0;
   for (const auto& p : prompts) {

@@ -59,13 +59,13 @@ json tokenize_request(const ojson& b, const TokenizeContext& ctx) {
   // encoding the rest of it (the body may hold 64 MiB).
   const char* field = has_prompt ? "prompt" : "messages";
   const size_t limit = static_cast<size_t>(std::max<int64_t>(ctx.max_model_len, 1));
-  size_t read = 0;
-  std::vector<int> ids = ctx.tokenizer->encode_bounded(text, true, limit, &read);
-  if (ids.size() > limit || read < text.size()) {
-    bad_request(field, cat(field, ": ", read < text.size() ? "at least " : "", ids.size(),
+  Tokenizer::Bounded enc = ctx.tokenizer->encode_bounded(text, true, limit);
+  if (enc.tokens > limit) {
+    bad_request(field, cat(field, ": ", enc.complete ? "" : "at least ", enc.tokens,
                            " tokens, more than this model's maximum context length of ", ctx.max_model_len,
                            " tokens; /tokenize counts up to the context length"));
   }
+  const std::vector<int>& ids = enc.ids;
   json tokens = json::array();
   for (int id : ids) tokens.push_back(id);
   json out = {{"count", ids.size()}, {"max_model_len", ctx.max_model_len}, {"tokens", tokens}};

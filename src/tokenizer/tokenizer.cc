@@ -17,8 +17,9 @@ void Tokenizer::Impl::add_token(int id, std::string_view bytes, Kind k, bool is_
   special[id] = is_special;
 }
 
-void Tokenizer::Impl::encode_plain(std::string_view text, std::vector<int>& out) const {
-  if (text.empty()) return;
+size_t Tokenizer::Impl::encode_plain(std::string_view text, std::vector<int>& out, size_t max_tokens,
+                                     size_t* bpe_bytes) const {
+  if (text.empty()) return 0;
   thread_local std::string normalized;
   thread_local std::vector<std::string_view> words;
   if (nfc) {
@@ -26,6 +27,16 @@ void Tokenizer::Impl::encode_plain(std::string_view text, std::vector<int>& out)
     tok::append_nfc(normalized, text);
     text = normalized;
   }
+  const size_t before = out.size();
+  size_t left = text.size();  // bytes not yet encoded
+  const auto over = [&]() -> size_t {
+    if (max_tokens == SIZE_MAX) return 0;
+    const size_t at_least = out.size() + min_tokens(left);
+    if (at_least <= max_tokens) return 0;
+    out.resize(before);
+    return at_least;
+  };
+  if (const size_t n = over()) return n;
   words.clear();
   if (splitter) {
     splitter->split(text, words);
@@ -33,6 +44,8 @@ void Tokenizer::Impl::encode_plain(std::string_view text, std::vector<int>& out)
     words.push_back(text);
   }
   for (std::string_view w : words) {
+    if (const size_t n = over()) return n;
+    left -= w.size();
     if (ignore_merges) {
       if (auto id = store.find(w); id && kind[*id] == kVocab) {
         out.push_back(*id);
@@ -40,7 +53,9 @@ void Tokenizer::Impl::encode_plain(std::string_view text, std::vector<int>& out)
       }
     }
     bpe->encode_word(w, out);
+    if (bpe_bytes) *bpe_bytes += w.size();
   }
+  return 0;
 }
 
 void Tokenizer::Impl::append_bytes(int id, bool skip_special, std::string& out) const {
@@ -86,27 +101,39 @@ size_t next_safe_cut(std::string_view text, size_t from) {
 
 }  // namespace
 
-std::vector<int> Tokenizer::encode_bounded(std::string_view text, bool parse_special, size_t max_tokens,
-                                           size_t* bytes_read, size_t piece_bytes) const {
+Tokenizer::Bounded Tokenizer::encode_bounded(std::string_view text, bool parse_special, size_t max_tokens,
+                                             size_t piece_bytes) const {
   if (auto bad = tok::utf8_first_invalid(text)) fail("tokenizer: encode: text is not valid UTF-8 at byte ", *bad);
-  std::vector<int> out;
+  const Impl& t = *impl_;
+  Bounded r;
+  std::vector<int>& out = r.ids;
   piece_bytes = std::max<size_t>(piece_bytes, 1);
-  size_t pos = 0;
+  size_t pos = 0, at_least = 0;  // at_least: a lower bound of the tokens, once it passed max_tokens
   while (pos < text.size() && out.size() <= max_tokens) {
-    const auto m = impl_->matcher->find(text, pos, parse_special);
-    const size_t end = m ? m->start : text.size();
-    while (pos < end && out.size() <= max_tokens) {
-      const size_t cut = std::min(end, next_safe_cut(text.substr(0, end), pos + piece_bytes));
-      impl_->encode_plain(text.substr(pos, cut - pos), out);
-      pos = cut;
+    // Without NFC every byte left is encoded as it is, added tokens included (each at most
+    // max_token_bytes long), so the bytes left bound the tokens left.
+    if (!t.nfc && max_tokens != SIZE_MAX && out.size() + t.min_tokens(text.size() - pos) > max_tokens) {
+      at_least = out.size() + t.min_tokens(text.size() - pos);
+      break;
     }
-    if (!m || out.size() > max_tokens) break;
+    const auto m = t.matcher->find(text, pos, parse_special);
+    const size_t end = m ? m->start : text.size();
+    while (pos < end && out.size() <= max_tokens && at_least == 0) {
+      const size_t cut = std::min(end, next_safe_cut(text.substr(0, end), pos + piece_bytes));
+      at_least = t.encode_plain(text.substr(pos, cut - pos), out, max_tokens, &r.bpe_bytes);
+      if (at_least == 0) pos = cut;
+    }
+    if (at_least != 0 || !m || out.size() > max_tokens) break;
     out.push_back(m->id);
     pos = m->start + m->len;
   }
-  if (bytes_read) *bytes_read = pos;
-  return out;
+  r.bytes_read = pos;
+  r.complete = pos == text.size();
+  r.tokens = std::max(at_least, out.size());
+  return r;
 }
+
+size_t Tokenizer::max_token_bytes() const { return impl_->max_token_bytes; }
 
 std::string Tokenizer::decode(const std::vector<int>& ids, bool skip_special) const {
   std::string bytes;

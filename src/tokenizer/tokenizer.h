@@ -37,17 +37,30 @@ class Tokenizer {
   static Tokenizer load(const std::string& model_dir);
 
   std::vector<int> encode(std::string_view text, bool parse_special = true) const;
-  // encode() that stops early: once more than max_tokens tokens are made it returns them (a
-  // prefix of encode(text), longer than max_tokens) without encoding the rest, so an
-  // over-long prompt costs about max_tokens tokens of work, not its whole length. Stretches
-  // between added tokens are encoded in pieces of about piece_bytes, cut only before a space
-  // that follows an ASCII non-space and precedes an ASCII letter, or after a newline followed
-  // by a character that is not whitespace: there the pre-tokenizer (Qwen, GPT-2 and Llama-3
-  // patterns) always starts a new word and NFC cannot join the two sides, so the tokens are
-  // exactly encode()'s.
-  // *bytes_read (if given): how many bytes of `text` were encoded (text.size() when all).
-  std::vector<int> encode_bounded(std::string_view text, bool parse_special, size_t max_tokens,
-                                  size_t* bytes_read = nullptr, size_t piece_bytes = size_t{1} << 16) const;
+  // encode() that stops early: once the text certainly makes more than max_tokens tokens it
+  // stops without encoding the rest, so an over-long prompt costs about max_tokens tokens of
+  // work, not its whole length. It stops when more than max_tokens tokens are made, or before
+  // BPE when too many bytes are left: BPE makes at least ceil(bytes / L) tokens of a word, L
+  // being the longest token's byte length (vocabulary and added tokens), so a stretch of text
+  // longer than (max_tokens + 1) * L bytes (NFC-normalised) is over the limit, cut or not.
+  // Stretches between added tokens are encoded in pieces of about piece_bytes, cut only before
+  // a space that follows an ASCII non-space and precedes an ASCII letter, or after a newline
+  // followed by a character that is not whitespace: there the pre-tokenizer (Qwen, GPT-2 and
+  // Llama-3 patterns) always starts a new word and NFC cannot join the two sides, so the
+  // tokens are exactly encode()'s. A piece with no such cut (one long CJK or repeated-letter
+  // word) is still bounded: its words reach BPE only while the bytes left can fit.
+  struct Bounded {
+    std::vector<int> ids;   // encode(text.substr(0, bytes_read))
+    size_t bytes_read = 0;  // text.size() when all of it was encoded
+    // encode(text).size() when all was encoded; otherwise a lower bound of it, > max_tokens.
+    size_t tokens = 0;
+    size_t bpe_bytes = 0;   // bytes given to BPE (the work done; encode() gives it all of text)
+    bool complete = false;  // all of text was encoded: tokens == ids.size()
+  };
+  Bounded encode_bounded(std::string_view text, bool parse_special, size_t max_tokens,
+                         size_t piece_bytes = size_t{1} << 16) const;
+  // The longest token's byte length (vocabulary and added tokens, raw bytes).
+  size_t max_token_bytes() const;
   std::string decode(const std::vector<int>& ids, bool skip_special = false) const;
 
   std::string token_text(int id) const;                       // raw bytes ("" for unknown ids)

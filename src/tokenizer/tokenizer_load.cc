@@ -260,6 +260,9 @@ Tokenizer Tokenizer::load(const std::string& model_dir) {
   for (const AddedToken& a : added) t->add_token(a.id, a.content, Impl::kAdded, a.special);
   t->added = std::move(added);
   t->matcher = std::make_unique<tok::AddedTokenMatcher>(t->added);
+  for (int id = 0; id < t->store.size(); ++id) {
+    if (t->store.has(id)) t->max_token_bytes = std::max(t->max_token_bytes, t->store.bytes(id).size());
+  }
   return Tokenizer(std::move(t));
 }
 

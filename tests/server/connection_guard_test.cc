@@ -351,10 +351,12 @@ TEST(ConnectionGuard, RequestLargerThanTheQueueIsA400) {
 // tokenizing about max_model_len tokens of it, not all of it.
 TEST(ConnectionGuard, OverContextPromptIsRefusedAfterTheLimit) {
   Live s{ServeOptions{}, 2, 2048};
-  std::string big;
-  while (big.size() < (size_t{8} << 20)) big += "The quick brown fox jumps over the lazy dog. ";
   auto c = s.client();
+  // Text with cuts every few bytes, and one 8 MiB CJK word (no safe cut: bounded by bytes).
+  for (const char* unit : {"The quick brown fox jumps over the lazy dog. ", "\xE4\xB8\xAD\xE6\x96\x87"})
   for (bool chat : {true, false}) {
+    std::string big;
+    while (big.size() < (size_t{8} << 20)) big += unit;
     json body = chat ? json{{"model", "m"}, {"messages", {{{"role", "user"}, {"content", big}}}}}
                      : json{{"model", "m"}, {"prompt", big}};
     auto r = c.Post(chat ? "/v1/chat/completions" : "/v1/completions", body.dump(), "application/json");
@@ -427,15 +429,16 @@ TEST(ConnectionGuard, MalformedRequestClosesTheConnection) {
 // context holds. Texts within the context are counted exactly as before.
 TEST(ConnectionGuard, TokenizeIsBoundedByTheContext) {
   Live s{ServeOptions{}, 2, 2048};
-  std::string big;
-  while (big.size() < (size_t{8} << 20)) big += "The quick brown fox jumps over the lazy dog. ";
   auto c = s.client();
   auto post = [&](const char* path, const json& body) {
     auto r = c.Post(path, body.dump(), "application/json");
     EXPECT_TRUE(r);
     return r ? std::make_pair(r->status, json::parse(r->body, nullptr, false)) : std::make_pair(0, json());
   };
+  for (const char* unit : {"The quick brown fox jumps over the lazy dog. ", "\xE4\xB8\xAD\xE6\x96\x87"})
   for (bool chat : {false, true}) {
+    std::string big;
+    while (big.size() < (size_t{8} << 20)) big += unit;
     json body = chat ? json{{"model", "m"}, {"messages", {{{"role", "user"}, {"content", big}}}}}
                      : json{{"model", "m"}, {"prompt", big}};
     auto [status, e] = post("/tokenize", body);
