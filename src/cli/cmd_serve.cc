@@ -66,6 +66,9 @@ int cmd_serve(int argc, char** argv) {
   eo.load.load_vision = o.max_images_per_prompt > 0;   // vLLM's '{"image": 0}': text only
   eo.enable_prefix_caching = o.enable_prefix_caching;
   eo.prefix_cache_gb = o.prefix_cache_gb;
+  eo.max_queued_seqs = o.max_queued_seqs;
+  eo.max_queued_tokens = o.max_queued_tokens;
+  eo.max_queued_bytes = o.max_queued_bytes;
   std::unique_ptr<engine::Engine> engine;
   try {
     engine = engine::Engine::load(o.model_dir, eo);
@@ -78,6 +81,11 @@ int cmd_serve(int argc, char** argv) {
     srv.attach(*engine);
     log_info("serving model '", srv.model_name(), "' (max_model_len ", engine->max_model_len(), ", max_num_seqs ",
              o.max_num_seqs, ")", engine->tokenizer() ? "" : ", token ids only (no tokenizer)");
+    const engine::EngineOptions& q = engine->options();
+    log_info("queue limits: --max-waiting-requests ", o.max_waiting, ", --max-queued-seqs ", q.max_queued_seqs,
+             ", --max-queued-tokens ", q.max_queued_tokens, ", --max-queued-bytes-gb: ", q.max_queued_bytes >> 20,
+             " MiB of waiting work (work-memory budget with the running sequences' share: ",
+             engine->work_budget() >> 20, " MiB)");
   }
   // Wait for a signal, then drain; a second signal during the drain stops at once.
   while (g_signals.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));

@@ -1,6 +1,8 @@
 #include "server/serve_options.h"
 
+#include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 
@@ -104,6 +106,9 @@ std::string serve_usage() {
          "       [--chat-template FILE] [--default-chat-template-kwargs JSON] [--language-model-only]\n"
          "       [--ssl-keyfile F --ssl-certfile F] [--allowed-origins JSON] [--allowed-methods JSON]\n"
          "       [--allowed-headers JSON] [--allow-credentials] [--max-waiting-requests N (256)]\n"
+         "       [--max-queued-seqs N (2048)] [--max-queued-tokens N (16777216)] [--max-queued-bytes-gb GIB (1)]\n"
+         "       (what may wait in the engine's queue: sequences, their prompt tokens, their work memory;\n"
+         "        beyond it a request gets 503, and one that alone needs more a 400)\n"
          "       [--request-timeout S (0: none)] [--drain-timeout S (30)] [--disable-uvicorn-access-log]\n"
          "       [--enable-prefix-caching (accepted, no effect yet)] [--mm-encoder-tp-mode weights|data]\n"
          "       --max-model-len takes vLLM's suffixes: 32k = 32000, 32K = 32768, 1M = 1048576, -1/auto\n"
@@ -124,6 +129,7 @@ ServeOptions parse_serve_options(int argc, char** argv) {
       {"language-model-only", false}, {"mm-encoder-tp-mode", true},
       {"ssl-keyfile", true}, {"ssl-certfile", true}, {"allowed-origins", true}, {"allowed-methods", true},
       {"allowed-headers", true}, {"allow-credentials", false}, {"max-waiting-requests", true},
+      {"max-queued-seqs", true}, {"max-queued-tokens", true}, {"max-queued-bytes-gb", true},
       {"request-timeout", true}, {"drain-timeout", true}, {"disable-uvicorn-access-log", false},
       {"disable-access-log", false}, {"max-connections", true}, {"read-timeout", true},
       {"max-connections-per-client", true}, {"header-timeout", true},
@@ -280,6 +286,20 @@ ServeOptions parse_serve_options(int argc, char** argv) {
   int64_t waiting = a.get_int("max-waiting-requests", o.max_waiting);
   if (waiting < 0 || waiting > 1000000) fail("option --max-waiting-requests: must be in [0, 1000000], got ", waiting);
   o.max_waiting = static_cast<int>(waiting);
+  int64_t queued_seqs = a.get_int("max-queued-seqs", o.max_queued_seqs);
+  if (queued_seqs < 1 || queued_seqs > 1000000) fail("option --max-queued-seqs: must be in [1, 1000000], got ", queued_seqs);
+  o.max_queued_seqs = static_cast<int>(queued_seqs);
+  o.max_queued_tokens = a.get_int("max-queued-tokens", o.max_queued_tokens);
+  if (o.max_queued_tokens < 1 || o.max_queued_tokens > (int64_t{1} << 40)) {
+    fail("option --max-queued-tokens: must be in [1, 2^40], got ", o.max_queued_tokens);
+  }
+  if (a.has("max-queued-bytes-gb")) {
+    const double gib = a.get_double("max-queued-bytes-gb", 1);
+    if (!std::isfinite(gib) || gib <= 0 || gib > 1 << 20) {
+      fail("option --max-queued-bytes-gb: must be a size in GiB, more than 0, got ", a.get("max-queued-bytes-gb"));
+    }
+    o.max_queued_bytes = std::max<int64_t>(1, static_cast<int64_t>(gib * double(int64_t{1} << 30)));
+  }
   o.request_timeout = a.get_double("request-timeout", 0);
   if (!(o.request_timeout >= 0)) fail("option --request-timeout: must be >= 0 seconds");
   o.drain_timeout = a.get_double("drain-timeout", o.drain_timeout);

@@ -52,6 +52,12 @@ struct ServeOptions {
   std::vector<std::string> allowed_origins = {"*"}, allowed_methods = {"*"}, allowed_headers = {"*"};
   bool allow_credentials = false;
   int max_waiting = 256;                     // --max-waiting-requests: queued requests beyond it get 503
+  // The engine's queue bounds (engine::EngineOptions, same defaults): --max-queued-seqs,
+  // --max-queued-tokens (prompt tokens of all waiting sequences), --max-queued-bytes-gb (GiB
+  // of waiting work memory besides the running sequences' planned share).
+  int max_queued_seqs = 2048;
+  int64_t max_queued_tokens = int64_t{1} << 24;
+  int64_t max_queued_bytes = int64_t{1} << 30;
   double request_timeout = 0;                // --request-timeout S: a request running longer is ended (0: none)
   double drain_timeout = 30;                 // --drain-timeout S: SIGTERM waits this long for running requests
   bool access_log = true;                    // --disable-uvicorn-access-log / --disable-access-log turn it off

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/engine.h"
 #include "util/error.h"
 
 namespace qinfer::server {
@@ -63,6 +64,32 @@ TEST(ServeOptions, PrefixCachingFlags) {
   expect_fail({"m", "--prefix-cache-gb", "-1"}, "--prefix-cache-gb");
   expect_fail({"m", "--prefix-cache-gb", "lots"}, "--prefix-cache-gb");
   expect_fail({"m", "--enable-prefix-caching", "--no-enable-prefix-caching"}, "--no-enable-prefix-caching");
+}
+
+// The engine's queue bounds as flags: defaults are EngineOptions', bad values name the flag.
+TEST(ServeOptions, QueueBoundFlags) {
+  const engine::EngineOptions eo;
+  auto d = parse({"m"});
+  EXPECT_EQ(d.max_queued_seqs, eo.max_queued_seqs);
+  EXPECT_EQ(d.max_queued_tokens, eo.max_queued_tokens);
+  EXPECT_EQ(d.max_queued_bytes, eo.max_queued_bytes);
+  auto o = parse({"m", "--max-queued-seqs", "64", "--max-queued-tokens=100000", "--max-queued-bytes-gb", "0.5"});
+  EXPECT_EQ(o.max_queued_seqs, 64);
+  EXPECT_EQ(o.max_queued_tokens, 100000);
+  EXPECT_EQ(o.max_queued_bytes, int64_t{1} << 29);
+  EXPECT_TRUE(o.ignored.empty());
+  EXPECT_EQ(parse({"m", "--max-queued-bytes-gb", "4"}).max_queued_bytes, int64_t{4} << 30);
+  for (const char* bad : {"0", "-3", "x", "2000000"}) expect_fail({"m", "--max-queued-seqs", bad}, "--max-queued-seqs");
+  for (const char* bad : {"0", "-1", "1e3", "2199023255553"}) {
+    expect_fail({"m", "--max-queued-tokens", bad}, "--max-queued-tokens");
+  }
+  for (const char* bad : {"0", "-1", "nan", "inf", "lots", "2000000"}) {
+    expect_fail({"m", "--max-queued-bytes-gb", bad}, "--max-queued-bytes-gb");
+  }
+  expect_fail({"m", "--max-queued-seqs"}, "--max-queued-seqs");  // no value
+  EXPECT_NE(serve_usage().find("--max-queued-seqs N"), std::string::npos);
+  EXPECT_NE(serve_usage().find("--max-queued-tokens N"), std::string::npos);
+  EXPECT_NE(serve_usage().find("--max-queued-bytes-gb GIB"), std::string::npos);
 }
 
 TEST(ServeOptions, ErrorsNameTheFlag) {
