@@ -334,6 +334,23 @@ void HttpServer::Impl::routes() {
       res.set_content(c.body, "text/plain; charset=utf-8");
       return httplib::Server::HandlerResponse::Handled;
     }
+    // A request body must come with a Content-Length. httplib 0.11 bounds a body by
+    // set_payload_max_length only then: a chunked body, or a POST with neither header (read
+    // until the client closes), would be buffered whole, without bound. The body is not read
+    // here, so the connection is closed after the answer.
+    if (req.method == "POST" || req.method == "PUT" || req.method == "PATCH") {
+      const bool chunked = req.has_header("Transfer-Encoding");
+      if (chunked || !req.has_header("Content-Length")) {
+        res.set_header("Connection", "close");
+        close_connection_after_response();
+        send_error(res, ApiError(411, chunked ? "request bodies must be sent with a Content-Length header, not "
+                                                "Transfer-Encoding (the body was not read)"
+                                              : "a request body needs a Content-Length header (Content-Length: 0 "
+                                                "for none)",
+                                 "", "length_required"));
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
     if (overflow_connection() && req.path != "/health" && req.path != "/ping" && req.path != "/metrics" &&
         req.path != "/version") {
       res.set_header("Connection", "close");

@@ -424,6 +424,34 @@ TEST(ConnectionGuard, MalformedRequestClosesTheConnection) {
   expect_closed_after(raw, 413);
 }
 
+// Bodies need a Content-Length: httplib buffers a chunked body, or a POST body with neither
+// header (read until the client closes), without any bound. Both get a 411 with an OpenAI body
+// at once, before any body byte is read, and the connection is closed.
+TEST(ConnectionGuard, BodiesWithoutContentLengthAreRefused) {
+  Live s{ServeOptions{}};
+  const std::string health = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
+  for (const char* head : {"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                           "Transfer-Encoding: chunked\r\n\r\n",
+                           "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\r\n"}) {
+    Raw raw(s.port);
+    ASSERT_GE(raw.fd, 0);
+    ASSERT_TRUE(raw.send(head));
+    // The body keeps coming (a chunk, or bytes with no end): the answer must not wait for it.
+    ASSERT_TRUE(raw.send(std::string(head).find("chunked") != std::string::npos ? "100000\r\n" + std::string(4096, 'x')
+                                                                                 : std::string(4096, 'x')));
+    std::string r = read_response(raw, 20);
+    EXPECT_EQ(r.rfind("HTTP/1.1 411", 0), 0u) << r;
+    EXPECT_NE(r.find("\"code\":\"length_required\""), std::string::npos) << r;
+    EXPECT_TRUE(has_header_line(r, "Connection: close")) << r;
+  }
+  // With a Content-Length (also 0) requests are served as before.
+  Raw raw(s.port);
+  ASSERT_GE(raw.fd, 0);
+  ASSERT_TRUE(raw.send("POST /ping HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n" + health));
+  std::string r = read_response(raw, 20);
+  EXPECT_EQ(r.rfind("HTTP/1.1 200", 0), 0u) << r;
+}
+
 // /tokenize stops at the context length as prompts do: a longer text is a 400 naming the field
 // (after tokenizing about max_model_len tokens of it); /detokenize refuses more ids than the
 // context holds. Texts within the context are counted exactly as before.
