@@ -218,6 +218,7 @@ int register_all() {
     dense("bf16_matvec_8192x2048", WType::BF16, 2048, 8192, 1);
     dense("bf16_matmul_2048x8192_n4", WType::BF16, 8192, 2048, 4);
     dense("q8_matvec_2048x8192", WType::Q8, 8192, 2048, 1);
+    dense("q8_matvec_2048x512_in_cache", WType::Q8, 512, 2048, 1);   // 1 MiB: the kernel's compute rate
     int4("int4_matvec_expert_512x2048", 512, 2048, 1, 1);
     int4("int4_matvec_8experts_512x2048", 512, 2048, 1, 8);
     int4("int4_matvec_64experts_512x2048", 512, 2048, 1, 64);

@@ -10,7 +10,8 @@
 // nibbles), each lane holding 4 consecutive columns of its row; V::dot4 adds
 // code · x over those 4 columns into the lane (vpdpbusd), once for each of the
 // three bytes xh, xm, xl of the 21-bit activations. Per block:
-// d = (2^14 acc_h + 2^7 acc_m + acc_l) - z * Σxq, y += (s * sx) * d.
+// d = (2^14 acc_h + 2^7 acc_m + acc_l) - z * Σxq, y += (s * sx) * d. Without VNNI
+// (V::kPairs16, AVX2) each level's pair sums add up in int16 over the block first.
 
 
 template <bool Half>
@@ -85,45 +86,82 @@ inline void q4_tile(const GptqMatrix& W, int64_t t, const Q4Input& X, int64_t j0
   const char* zp = grp.stored_zeros ? reinterpret_cast<const char*>(W.tile_zeros(t, 0)) : nullptr;
   for (int64_t b = 0; b < nb; ++b) {
     grp.at(W, t, b);
-    // S accumulators per level: with few vectors in flight the chains of
-    // dependent vpdpbusd would be latency-bound, so the low- and high-nibble
-    // products then go to separate registers.
-    constexpr int S = NX * kH <= 2 ? 2 : 1;
-    I ah[NX][kH][S], am[NX][kH][S], al[NX][kH][S];
-    QINFER_UNROLL
-    for (int j = 0; j < NX; ++j)
-      QINFER_UNROLL
-      for (int h = 0; h < kH; ++h)
-        QINFER_UNROLL
-        for (int e = 0; e < S; ++e) ah[j][h][e] = am[j][h][e] = al[j][h][e] = V::izero();
     const uint8_t* cb = codes + b * GptqMatrix::kTileBlockBytes;
     QINFER_UNROLL
     for (int ch = 0; ch < 4; ++ch) _mm_prefetch(reinterpret_cast<const char*>(cb) + kQ4Prefetch + 64 * ch, _MM_HINT_T0);
     _mm_prefetch(sp + b * spb + kQ4Prefetch / 8, _MM_HINT_T0);
     if (zp) _mm_prefetch(zp + b * kTR / kBpg + kQ4Prefetch / 16, _MM_HINT_T0);
-    QINFER_UNROLL
-    for (int ch = 0; ch < 4; ++ch)
+    I dq[NX][kH];   // the block's integer dot product per row, 2^14 h + 2^7 m + l
+    if constexpr (V::kPairs16) {
+      // Without VNNI (AVX2) a byte dot product is vpmaddubsw (int16 pair sums) then
+      // vpmaddwd (to int32). Per level, the block's 8 pair sums of a lane (4 chunks x
+      // low/high nibbles) are added in int16 first, |sum| <= 8 * 2 * 15 * 128 = 30720
+      // < 2^15, and widened once: the same integers as widening each, a third fewer
+      // instructions.
+      I ph[NX][kH], pm[NX][kH], pl[NX][kH];
       QINFER_UNROLL
-      for (int h = 0; h < kH; ++h) {
-        const I v = V::load_i(cb + 64 * ch + 4 * V::W * h);
-        const I lo = V::nib_lo(v), hi = V::nib_hi(v);
-        const int64_t c = b * GptqMatrix::kBlock + 8 * ch;
+      for (int j = 0; j < NX; ++j)
         QINFER_UNROLL
-        for (int j = 0; j < NX; ++j) {
-          ah[j][h][0] = V::dot4(ah[j][h][0], lo, xh[j] + c);
-          ah[j][h][S - 1] = V::dot4(ah[j][h][S - 1], hi, xh[j] + c + 4);
-          am[j][h][0] = V::dot4(am[j][h][0], lo, xm[j] + c);
-          am[j][h][S - 1] = V::dot4(am[j][h][S - 1], hi, xm[j] + c + 4);
-          al[j][h][0] = V::dot4(al[j][h][0], lo, xl[j] + c);
-          al[j][h][S - 1] = V::dot4(al[j][h][S - 1], hi, xl[j] + c + 4);
+        for (int h = 0; h < kH; ++h) ph[j][h] = pm[j][h] = pl[j][h] = V::izero();
+      QINFER_UNROLL
+      for (int ch = 0; ch < 4; ++ch)
+        QINFER_UNROLL
+        for (int h = 0; h < kH; ++h) {
+          const I v = V::load_i(cb + 64 * ch + 4 * V::W * h);
+          const I lo = V::nib_lo(v), hi = V::nib_hi(v);
+          const int64_t c = b * GptqMatrix::kBlock + 8 * ch;
+          QINFER_UNROLL
+          for (int j = 0; j < NX; ++j) {
+            ph[j][h] = V::add16(ph[j][h], V::add16(V::pairs(lo, xh[j] + c), V::pairs(hi, xh[j] + c + 4)));
+            pm[j][h] = V::add16(pm[j][h], V::add16(V::pairs(lo, xm[j] + c), V::pairs(hi, xm[j] + c + 4)));
+            pl[j][h] = V::add16(pl[j][h], V::add16(V::pairs(lo, xl[j] + c), V::pairs(hi, xl[j] + c + 4)));
+          }
         }
-      }
+      QINFER_UNROLL
+      for (int j = 0; j < NX; ++j)
+        QINFER_UNROLL
+        for (int h = 0; h < kH; ++h)
+          dq[j][h] = V::combine(V::widen16(ph[j][h]), V::widen16(pm[j][h]), V::widen16(pl[j][h]));
+    } else {
+      // S accumulators per level: with few vectors in flight the chains of
+      // dependent vpdpbusd would be latency-bound, so the low- and high-nibble
+      // products then go to separate registers.
+      constexpr int S = NX * kH <= 2 ? 2 : 1;
+      I ah[NX][kH][S], am[NX][kH][S], al[NX][kH][S];
+      QINFER_UNROLL
+      for (int j = 0; j < NX; ++j)
+        QINFER_UNROLL
+        for (int h = 0; h < kH; ++h)
+          QINFER_UNROLL
+          for (int e = 0; e < S; ++e) ah[j][h][e] = am[j][h][e] = al[j][h][e] = V::izero();
+      QINFER_UNROLL
+      for (int ch = 0; ch < 4; ++ch)
+        QINFER_UNROLL
+        for (int h = 0; h < kH; ++h) {
+          const I v = V::load_i(cb + 64 * ch + 4 * V::W * h);
+          const I lo = V::nib_lo(v), hi = V::nib_hi(v);
+          const int64_t c = b * GptqMatrix::kBlock + 8 * ch;
+          QINFER_UNROLL
+          for (int j = 0; j < NX; ++j) {
+            ah[j][h][0] = V::dot4(ah[j][h][0], lo, xh[j] + c);
+            ah[j][h][S - 1] = V::dot4(ah[j][h][S - 1], hi, xh[j] + c + 4);
+            am[j][h][0] = V::dot4(am[j][h][0], lo, xm[j] + c);
+            am[j][h][S - 1] = V::dot4(am[j][h][S - 1], hi, xm[j] + c + 4);
+            al[j][h][0] = V::dot4(al[j][h][0], lo, xl[j] + c);
+            al[j][h][S - 1] = V::dot4(al[j][h][S - 1], hi, xl[j] + c + 4);
+          }
+        }
+      QINFER_UNROLL
+      for (int j = 0; j < NX; ++j)
+        QINFER_UNROLL
+        for (int h = 0; h < kH; ++h) dq[j][h] = V::combine(V::iadd<S>(ah[j][h]), V::iadd<S>(am[j][h]), V::iadd<S>(al[j][h]));
+    }
     QINFER_UNROLL
     for (int j = 0; j < NX; ++j) {
       const T bsx = V::set1(sx[j][b]), bsxq = V::set1(sxq[j][b]);
       QINFER_UNROLL
       for (int h = 0; h < kH; ++h) {
-        const T d = V::fnmadd(zf[h], bsxq, V::cvt_i(V::combine(V::iadd<S>(ah[j][h]), V::iadd<S>(am[j][h]), V::iadd<S>(al[j][h]))));
+        const T d = V::fnmadd(zf[h], bsxq, V::cvt_i(dq[j][h]));
         accf[j][h] = V::fma(V::mul(sw[h], bsx), d, accf[j][h]);
       }
     }

@@ -62,6 +62,16 @@ struct V {
     const __m256i p = _mm256_maddubs_epi16(u, _mm256_set1_epi32(w));
     return _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16(1)));
   }
+  // The same without the int32 step: 16 int16 pair sums of codes u times the bytes at
+  // x (gptq_dot_simd.h adds a block's pair sums in int16, then widens them once).
+  static constexpr bool kPairs16 = true;
+  static I pairs(I u, const int8_t* x) {
+    int32_t w;
+    __builtin_memcpy(&w, x, 4);
+    return _mm256_maddubs_epi16(u, _mm256_set1_epi32(w));
+  }
+  static I add16(I a, I b) { return _mm256_add_epi16(a, b); }
+  static I widen16(I p) { return _mm256_madd_epi16(p, _mm256_set1_epi16(1)); }
   static constexpr bool kDensePanels = false;  // dense prefill keeps the row tiles
   static void transpose16(T*) {}
   // Byte e of every 32-bit lane, zero-extended.

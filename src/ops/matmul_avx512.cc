@@ -65,6 +65,10 @@ struct V {
             : [u] "v"(u), [x] "m"(*reinterpret_cast<const int32_t*>(x)));
     return acc;
   }
+  static constexpr bool kPairs16 = false;  // vpdpbusd accumulates in int32 directly
+  static I pairs(I, const int8_t*);         // (declared for the template; never called)
+  static I add16(I, I);
+  static I widen16(I);
   // 16x16 transpose of r[16] (row i -> column i), in place: dense prefill builds
   // k-major panels with it.
   static constexpr bool kDensePanels = true;

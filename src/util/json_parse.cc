@@ -38,8 +38,43 @@ struct PathTracker {
   }
 };
 
+// True when some array or object in text opens at depth >= max_depth (the top-level value
+// is at depth 0), counting brackets outside strings. A linear pass: the callback parser that
+// can name the field is quadratic in an object's member count (nlohmann's callback parser
+// scans the parent for discarded values at every end of a member object or array: 150 s of
+// CPU for the 40-layer checkpoint's safetensors headers), so it only runs when this says
+// the text is too deep. On malformed text the answer may be wrong either way; the parser
+// that follows then reports the syntax error.
+bool nested_deeper_than(std::string_view text, int max_depth) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;   // the escaped character cannot end the string
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (depth >= max_depth) return true;
+      ++depth;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return false;
+}
+
 template <class J>
 J parse_impl(std::string_view text, const std::string& source, int max_depth) {
+  if (!nested_deeper_than(text, max_depth)) {
+    try {
+      return J::parse(text.begin(), text.end());
+    } catch (const nlohmann::json::exception& e) {
+      throw JsonError(cat(source, ": malformed JSON: ", e.what()), "", false);
+    }
+  }
+  // Too deep (or malformed in a way the scan misread): the slow parser names the field.
   PathTracker pt;
   bool deep = false;
   std::string deep_path;

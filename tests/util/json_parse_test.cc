@@ -48,6 +48,31 @@ TEST(JsonParse, RefusesDeeperNestingNamingTheField) {
   EXPECT_THROW(parse_json(std::string(kMaxJsonDepth + 1, '['), "t"), JsonError);
 }
 
+TEST(JsonParse, BracketsInsideStringsDoNotCountAsNesting) {
+  // The depth is found by a scan of the text before parsing: brackets in strings, also after
+  // escaped quotes and backslashes, are not nesting.
+  const std::string many(2 * kMaxJsonDepth, '[');
+  auto j = parse_json("{\"a\": \"" + many + "\", \"b\": \"x\\\"" + many + "\\\\\", \"c\": [[1]]}", "t");
+  EXPECT_EQ(j["a"].get<std::string>(), many);
+  EXPECT_EQ(j["b"].get<std::string>(), "x\"" + many + "\\");
+  EXPECT_EQ(j["c"][0][0], 1);
+  // A string ending in an escaped backslash closes there: the brackets after it count.
+  EXPECT_THROW(parse_json("[\"\\\\\", " + nested(kMaxJsonDepth) + "]", "t"), JsonError);
+  EXPECT_NO_THROW(parse_json("[\"\\\\\", " + nested(kMaxJsonDepth - 1) + "]", "t"));
+}
+
+TEST(JsonParse, ObjectsWithManyMemberObjectsParse) {
+  // A safetensors header of the full model: ~20,000 tensors per shard, each an object. (The
+  // callback parser was quadratic in that count; bench_model json_parse_header times it.)
+  std::string h = "{";
+  for (int i = 0; i < 20000; ++i)
+    h += (i ? ",\"t" : "\"t") + std::to_string(i) + "\": {\"dtype\": \"I32\", \"shape\": [1, 2], \"data_offsets\": [0, 8]}";
+  h += "}";
+  auto j = parse_json(h, "header");
+  ASSERT_EQ(j.size(), 20000u);
+  EXPECT_EQ(j["t19999"]["shape"][1], 2);
+}
+
 TEST(JsonParse, SyntaxErrorsNameTheSource) {
   try {
     parse_json("{\"a\": ", "/x/config.json");
