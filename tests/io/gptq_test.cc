@@ -110,7 +110,9 @@ TEST(Gptq, RoundTripAsymV1V2AndDescAct) {
         EXPECT_EQ(r.zero, w.zero) << tag;
         EXPECT_EQ(r.scale, w.scale) << tag;
         EXPECT_EQ(r.g_idx, w.g_idx) << tag;
-        if (perm && gs < K) EXPECT_THROW(load_gptq(*ck, sym_config(gs, v2, false), "m", N, K), Error) << tag;
+        if (perm && gs < K) {
+          EXPECT_THROW(load_gptq(*ck, sym_config(gs, v2, false), "m", N, K), Error) << tag;
+        }
       }
     }
   }

@@ -9,8 +9,8 @@
 
 namespace qinfer::test {
 
-inline std::string vision_fixtures() { return std::string(QINFER_FIXTURES_DIR) + "/vision"; }
-inline std::string vision_data() { return std::string(QINFER_SOURCE_DIR) + "/tests/data/vision"; }
+inline std::string vision_fixtures() { return QINFER_FIXTURES_DIR "/vision"; }
+inline std::string vision_data() { return QINFER_SOURCE_DIR "/tests/data/vision"; }
 
 template <typename T>
 std::vector<T> read_raw(const std::string& path) {
