@@ -134,6 +134,8 @@ int cmd_bench(int argc, char** argv) {
   if (a.has("speculative") && (speculative < 1 || speculative > 4)) fail("--speculative must be 1..4, got ", speculative);
   const int64_t draft_vocab = a.get_int("draft-vocab", 0);
   lo.load_mtp = speculative > 0;
+  lo.draft_int8 = speculative > 0 && a.has("draft-int8");
+  lo.draft_vocab = draft_vocab;
   std::vector<int> prefills = parse_int_list(a.get_or("prefill", "512,2048"), "--prefill");
   std::vector<int> contexts = parse_int_list(a.get_or("contexts", "0,4096,32768"), "--contexts");
   const int decode_tokens = static_cast<int>(a.get_int("decode-tokens", 8));

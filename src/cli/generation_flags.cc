@@ -90,7 +90,7 @@ const char* generation_flags_help() {
          "  --threads N  --dense bf16|int8\n"
          "  --memory-budget-gb G  --max-model-len N  --experts auto|resident|mapped\n"
          "  --enable-prefix-caching (default) | --no-enable-prefix-caching\n"
-         "  --prefix-cache-gb GB  memory for cached prefixes (default: a quarter of the available memory)\n"
+         "  --prefix-cache-gb GB  memory for cached prefixes (default: a quarter of the available memory, never the planned KV)\n"
          "  --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":K}'  (MTP drafting, K 1..4)\n";
 }
 

@@ -108,6 +108,10 @@ std::unique_ptr<Engine> Engine::load(const std::string& dir, const EngineOptions
     lo.draft_vocab = opts.spec.draft_vocab_size;
     lo.draft_int8 = opts.spec.draft_int8;
   }
+  if (opts.enable_prefix_caching) {   // the plan makes room for the prefix cache's budget
+    if (opts.prefix_cache_gb >= 0) lo.prefix_cache_bytes = opts.prefix_cache_gb * double(size_t{1} << 30);
+    else lo.prefix_cache_share = kPrefixCacheShare;
+  }
   auto runner = load_model_runner(dir, lo);
   std::unique_ptr<Tokenizer> tok;
   if (fs::exists(fs::path(dir) / "tokenizer.json")) {
@@ -167,14 +171,15 @@ Engine::Engine(std::unique_ptr<ModelRunner> model, std::unique_ptr<Tokenizer> to
   }
   std::sort(eos_ids_.begin(), eos_ids_.end());
   eos_ids_.erase(std::unique(eos_ids_.begin(), eos_ids_.end()), eos_ids_.end());
-  prefix_setup();
   if (opts_.max_queued_bytes < 0) fail("max_queued_bytes must be >= 0, got ", opts_.max_queued_bytes);
   // The running sequences' planned share: max_num_seqs plain sequences of max_model_len tokens.
   GenParams full;
   full.max_tokens = max_model_len_ - 1;
   const WorkBytes one = work_bytes(1, full);
-  work_budget_ = opts_.max_queued_bytes + static_cast<int64_t>(opts_.max_num_seqs) * (one.running - one.held);
+  running_planned_ = static_cast<int64_t>(opts_.max_num_seqs) * (one.running - one.held);
+  work_budget_ = opts_.max_queued_bytes + running_planned_;
   stats_.work_budget = work_budget_;
+  prefix_setup();   // its default budget is a share of what the work budget leaves
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -790,17 +795,27 @@ void Engine::prefix_setup() {
   if (opts_.prefix_cache_gb >= 0) {
     budget = static_cast<size_t>(opts_.prefix_cache_gb * double(size_t{1} << 30));
   } else {
+    // A quarter of what is available, but never the running sequences' planned KV/state
+    // (not allocated yet at start-up; a context lowered to fit left room for this).
     const size_t avail = mem_available_bytes();
-    budget = avail > 0 ? avail / 4 : size_t{4} << 30;
+    const size_t planned = static_cast<size_t>(std::max<int64_t>(0, running_planned_));
+    budget = avail > 0 ? std::min<size_t>(static_cast<size_t>(avail * kPrefixCacheShare), avail > planned ? avail - planned : 0)
+                       : size_t{4} << 30;
   }
   prefix_ = std::make_unique<PrefixCache>(budget, B);
+  if (budget == 0 && opts_.prefix_cache_gb < 0)
+    log_warn("prefix caching: no memory is left for cached prefixes once the running sequences' planned KV/state is set "
+             "aside; a shorter --max-model-len or fewer --max-num-seqs leave room, or --prefix-cache-gb sets a budget");
   auto mib = [](double bytes) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.2f MiB", bytes / double(size_t{1} << 20));
     return std::string(buf);
   };
   log_info("prefix caching: budget ", mib(static_cast<double>(budget)),
-           opts_.prefix_cache_gb >= 0 ? "" : " (a quarter of the available memory; --prefix-cache-gb sets it)", "; per ", B,
+           opts_.prefix_cache_gb >= 0 ? ""
+                                      : cat(" (a quarter of the available memory, at most what the ",
+                                            mib(static_cast<double>(running_planned_)),
+                                            " planned for the running sequences leave; --prefix-cache-gb sets it)"), "; per ", B,
            "-token block ", mib(static_cast<double>(model_->saved_block_bytes(drafter_ != nullptr))),
            " of attention KV, per DeltaNet state snapshot ", mib(static_cast<double>(model_->saved_state_bytes())));
 }

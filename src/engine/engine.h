@@ -39,6 +39,10 @@ class Compiler;
 
 namespace qinfer::engine {
 
+// The prefix cache's default budget: this share of the memory available at start (and
+// the share of the room a context lowered to fit leaves for it).
+constexpr double kPrefixCacheShare = 0.25;
+
 struct EngineOptions {
   int max_num_seqs = 32;
   int prefill_chunk = 512;        // prompt tokens per step, over all prefilling sequences
@@ -60,8 +64,10 @@ struct EngineOptions {
   int64_t max_queued_bytes = int64_t{1} << 30;
   RunnerLoadOptions load;
   // Prefix caching (engine/prefix_cache.h; --enable-prefix-caching, on by default as in
-  // vLLM V1; off when the runner cannot save state). Budget in GiB; < 0: a quarter of
-  // MemAvailable when the engine starts. A DeltaNet state snapshot is kept every
+  // vLLM V1; off when the runner cannot save state). Budget in GiB (counted by the memory plan); < 0:
+  // kPrefixCacheShare of MemAvailable when the engine starts, at most what the running
+  // sequences' planned KV/state (not allocated yet then) leave; a context the plan lowers to
+  // fit leaves that share of the room. A DeltaNet state snapshot is kept every
   // prefix_snapshot_blocks blocks inside a prompt, besides those at the prompt's end
   // and at the end of the generation.
   bool enable_prefix_caching = true;
@@ -200,6 +206,7 @@ class Engine {
   EngineStats stats_;
   int64_t active_count_ = 0;
   int64_t work_budget_ = 0;
+  int64_t running_planned_ = 0;   // of work_budget_: max_num_seqs sequences of max_model_len tokens, running
   int64_t work_in_use_ = 0;           // under mu_: see EngineStats::work_bytes
   DraftSource* drafter_ = nullptr;    // set when speculation is on
   bool draft_rows_ = false;           // drafter_ is the model's MTP head: prefix blocks keep its rows

@@ -215,6 +215,10 @@ std::unique_ptr<ModelRunner> load_model_runner(const std::string& dir, const Run
   lo.max_num_seqs = opts.max_num_seqs;
   lo.experts = opts.experts;
   lo.load_mtp = opts.load_mtp;
+  lo.draft_int8 = opts.draft_int8;
+  lo.draft_vocab = opts.draft_vocab;
+  lo.prefix_cache_bytes = opts.prefix_cache_bytes;
+  lo.prefix_cache_share = opts.prefix_cache_share;
   auto eos = read_generation_config(dir).eos_token_ids;
   if (opts.load_mtp && !Checkpoint::open(dir)->has("mtp.fc.weight"))   // headers only: before the long load
     fail(dir, ": --speculative-config asks for MTP drafting, but the checkpoint has no mtp.* tensors "

@@ -111,6 +111,8 @@ struct RunnerLoadOptions {
   bool load_mtp = false;     // load the mtp.* draft head (error when the checkpoint has none)
   int64_t draft_vocab = 0;   // > 0: the MTP drafts among token ids below this only
   bool draft_int8 = false;   // the MTP drafts score with an int8 copy of the lm_head
+  double prefix_cache_bytes = 0;   // the memory plan's prefix-cache terms (LoadOptions)
+  double prefix_cache_share = 0;
 };
 
 // Loads qinfer::Model from a checkpoint folder. EOS ids: generation_config.json's

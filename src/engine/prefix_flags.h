@@ -1,7 +1,7 @@
 // The prefix-cache flags of `qinfer serve`, `generate` and `chat`: vLLM's
 // --enable-prefix-caching / --no-enable-prefix-caching (on by default, as vLLM V1) and
 // qinfer's --prefix-cache-gb GB (the cache's memory budget; default a quarter of
-// MemAvailable when the engine starts).
+// MemAvailable when the engine starts, never the planned sequences' KV/state).
 #pragma once
 #include <vector>
 

@@ -82,13 +82,15 @@ MemoryPlan attempt(const WeightCensus& w, const StateCensus& s, const PlanReques
   MemoryPlan p;
   p.req = req;
   const Weights pl = place_weights(w, req.dense_int8, req.mmap_dense);
-  p.copied = pl.copied;
+  p.copied = pl.copied + req.draft_head;
   p.reencoded = pl.reencoded;
+  p.draft_head = req.draft_head;
   p.mapped = pl.mapped;
   p.max_model_len = len;
   p.kv = kv_bytes(s, len, req.max_num_seqs);
   p.reserve = s.reserve;
-  const double rest = p.copied + p.mapped + p.kv + p.reserve;
+  p.cache = req.cache;
+  const double rest = p.copied + p.mapped + p.kv + p.cache + p.reserve;
   if (file_backed) {
     p.experts_file_backed = true;
     p.experts_hot = std::clamp(req.budget - rest, 0.0, w.experts);
@@ -99,7 +101,7 @@ MemoryPlan attempt(const WeightCensus& w, const StateCensus& s, const PlanReques
   } else {
     p.copied += w.experts;
   }
-  p.need = p.copied + p.mapped + p.kv + p.reserve;
+  p.need = p.copied + p.mapped + p.kv + p.cache + p.reserve;
   p.fits = file_backed ? rest <= req.budget : p.need <= req.budget;
   return p;
 }
@@ -113,7 +115,7 @@ MemoryPlan plan_for(const WeightCensus& w, const StateCensus& s, const PlanReque
   if (!file_backed_only) {
     MemoryPlan p = attempt(w, s, req, len, false);
     if (!p.fits && req.max_model_len <= 0) {   // not given: lower the context to what fits
-      const double room = req.budget - (p.need - p.kv);
+      const double room = (req.budget - (p.need - p.kv)) * (1.0 - std::clamp(req.cache_share, 0.0, 0.9));
       const int64_t fit = longest_fitting(s, room, req.max_num_seqs);
       // Lowered to what fits, or (nothing fits) to the least the plan lowers to, so a
       // refusal reports the smallest need rather than the model's whole context.
@@ -236,9 +238,12 @@ MemoryPlan plan_memory(const WeightCensus& w, const StateCensus& s, const PlanRe
   std::snprintf(budget_flag, sizeof budget_flag, "--memory-budget-gb %.3f", std::ceil(need_min / 1e6) / 1000);
   if (req.budget_given) add(std::string(budget_flag) + " (if the machine has it)");
   p.refusal = "memory plan: the model needs " + gb(need_min) + " (" + gb(p.copied) + " copied" +
-              (p.reencoded > 0 ? " of which " + gb(p.reencoded) + " int8 re-encoded" : "") + ", " + gb(p.mapped) +
+              (p.reencoded > 0 ? " of which " + gb(p.reencoded) + " int8 re-encoded" : "") +
+              (p.draft_head > 0 ? ", " + gb(p.draft_head) + " the MTP drafts' int8 lm_head" : "") + ", " + gb(p.mapped) +
               " mapped, KV/state " + gb(p.kv) + " for " + std::to_string(req.max_num_seqs) + " x " +
-              std::to_string(p.max_model_len) + " tokens, reserve " + gb(p.reserve) + ") but the budget is " +
+              std::to_string(p.max_model_len) + " tokens, " +
+              (p.cache > 0 ? "prefix cache " + gb(p.cache) + " (--prefix-cache-gb), " : std::string()) + "reserve " +
+              gb(p.reserve) + ") but the budget is " +
               gb(req.budget) + (req.budget_given ? " (--memory-budget-gb)" : " (what the system has available)") +
               "; " + (alts.empty() ? "nothing fits with one flag changed: free memory or give a larger " +
                                          std::string(budget_flag)
@@ -251,11 +256,23 @@ std::string MemoryPlan::line() const {
                   (req.budget >= 1e299 ? std::string("unknown (no MemAvailable, no cgroup limit)")
                                        : gb(req.budget) + (req.budget_given ? " (--memory-budget-gb)" : " (available)")) +
                   "; copied " + gb(copied);
-  if (reencoded > 0) s += " (int8 re-encoded " + gb(reencoded) + ")";
+  if (reencoded > 0 || draft_head > 0) {
+    s += " (";
+    if (reencoded > 0) s += "int8 re-encoded " + gb(reencoded) + (draft_head > 0 ? ", " : "");
+    if (draft_head > 0) s += "MTP drafts' int8 lm_head " + gb(draft_head);
+    s += ")";
+  }
   s += ", mapped " + gb(mapped);
   if (experts_file_backed) s += ", experts file-backed: " + gb(experts_hot) + " hot resident, " + gb(experts_cold) + " cold";
   s += "; KV/state " + gb(kv) + " for " + std::to_string(req.max_num_seqs) + " x " + std::to_string(max_model_len) +
-       " tokens" + (len_lowered ? " (context lowered to fit; --max-model-len to choose)" : "") + "; needs " +
+       " tokens" +
+       (len_lowered ? cat(" (context lowered to fit",
+                          req.cache_share > 0 ? cat(", ", static_cast<int>(req.cache_share * 100 + 0.5),
+                                                    "% of the room left for the prefix cache")
+                                              : std::string(),
+                          "; --max-model-len to choose)")
+                    : std::string()) +
+       (cache > 0 ? "; prefix cache " + gb(cache) : std::string()) + "; needs " +
        gb(experts_file_backed ? need - experts_hot : need) + (fits ? "" : ": does not fit");
   return s;
 }
@@ -267,6 +284,8 @@ MemoryPlan plan_for_options(const Checkpoint& ck, const ModelConfig& cfg, const 
   r.experts = opts.experts;
   r.max_model_len = opts.max_model_len;
   r.max_num_seqs = opts.max_num_seqs;
+  r.cache = opts.prefix_cache_bytes;
+  r.cache_share = opts.prefix_cache_share;
   r.budget_given = opts.memory_budget > 0;
   if (r.budget_given) {
     r.budget = opts.memory_budget;
@@ -276,6 +295,13 @@ MemoryPlan plan_for_options(const Checkpoint& ck, const ModelConfig& cfg, const 
   }
   const bool mtp = opts.load_mtp && cfg.text.mtp_num_hidden_layers > 0 && ck.has("mtp.fc.weight");
   const WeightCensus w = census_of(ck, cfg, mtp, opts.load_vision);
+  // forward_mtp's int8 copy of the lm_head rows the drafts score (none when --dense int8
+  // already made the lm_head int8: the drafts use it, or a view of its first rows).
+  if (mtp && opts.draft_int8 && !opts.dense_int8) {
+    const int64_t V = cfg.text.vocab_size;
+    const int64_t rows = opts.draft_vocab > 0 && opts.draft_vocab < V ? opts.draft_vocab : V;
+    r.draft_head = static_cast<double>(rows) * (static_cast<double>(cfg.text.hidden_size) + 4.0);
+  }
   const StateCensus s = state_census(text_state_shape(cfg.text, mtp), cfg.text.max_position_embeddings,
                                      cfg.text.hidden_size);
   return plan_memory(w, s, r);

@@ -53,6 +53,10 @@ struct PlanRequest {
   ExpertsPlacement experts = ExpertsPlacement::kAuto;
   int64_t max_model_len = 0;     // 0: not given (the plan lowers the model's context to what fits)
   int64_t max_num_seqs = 1;
+  double draft_head = 0;         // bytes of the int8 lm_head copy MTP drafts make on first use (0: none)
+  double cache = 0;              // a given prefix-cache budget (--prefix-cache-gb): counted like the KV
+  double cache_share = 0;        // lowering the context leaves this share of the room after the weights
+                                 // free (the prefix cache's default budget, taken from what is left)
   double budget = 0;             // bytes the process may use
   bool budget_given = false;     // --memory-budget-gb (else: what the system reports available)
 };
@@ -61,6 +65,7 @@ struct MemoryPlan {
   PlanRequest req;
   double copied = 0;             // anonymous (huge pages): dense copies, int8 re-encodings, resident experts
   double reencoded = 0;          // of `copied`: the int8 re-encodings
+  double draft_head = 0;         // of `copied`: the MTP drafts' int8 lm_head copy (made on first use)
   double mapped = 0;             // read through the mapping every token: must stay in the page cache
   bool experts_file_backed = false;
   double experts_hot = 0;        // file-backed: bytes of experts kept resident (copied), by routing frequency
@@ -68,8 +73,9 @@ struct MemoryPlan {
   int64_t max_model_len = 0;     // the length the KV is planned for
   bool len_lowered = false;      // not given and lowered below the model's context to fit
   double kv = 0;                 // KV + state of max_num_seqs sequences of max_model_len tokens
+  double cache = 0;              // the prefix cache's given budget (req.cache)
   double reserve = 0;            // activations, tokenizer, stacks: a constant
-  double need = 0;               // copied + mapped + kv + reserve
+  double need = 0;               // copied + mapped + kv + cache + reserve
   bool fits = false;
   std::string refusal;           // when !fits: why, and the flags that would fit
 

@@ -26,6 +26,14 @@ struct LoadOptions {
   int64_t max_model_len = 0;   // tokens per sequence the KV must hold; 0: the model's context, lowered to fit
   int64_t max_num_seqs = 1;    // sequences alive at once
   model::ExpertsPlacement experts = model::ExpertsPlacement::kAuto;   // --experts auto|resident|mapped
+  // MTP drafts that will score with an int8 copy of the lm_head (made on first use, not
+  // at load): the plan counts that copy. draft_vocab > 0: of its first draft_vocab rows.
+  bool draft_int8 = false;
+  int64_t draft_vocab = 0;
+  // The prefix cache (engine): a given budget is counted like the KV; without one, a
+  // context lowered to fit leaves this share of the room for the cache's default budget.
+  double prefix_cache_bytes = 0;
+  double prefix_cache_share = 0;
 };
 
 // Optional debugging capture of one forward() call (used by the tests). Rows are

@@ -113,7 +113,7 @@ std::string serve_usage() {
          "       [--enable-prefix-caching (accepted, no effect yet)] [--mm-encoder-tp-mode weights|data]\n"
          "       --max-model-len takes vLLM's suffixes: 32k = 32000, 32K = 32768, 1M = 1048576, -1/auto\n"
          "       [--enable-prefix-caching | --no-enable-prefix-caching] [--prefix-cache-gb GB]\n"
-         "       (prefix caching is on by default; its budget defaults to a quarter of the available memory)\n"
+         "       (prefix caching is on by default; its budget defaults to a quarter of the available memory, never the planned KV)\n"
          "       vLLM GPU flags (--gpu-memory-utilization, --tensor-parallel-size, --dtype,\n"
          "       --skip-mm-profiling, ...) are accepted and ignored.\n";
 }

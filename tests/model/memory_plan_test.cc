@@ -7,6 +7,7 @@
 #include "io/config.h"
 #include "model/layers.h"
 #include "model/memory_plan.h"
+#include "model/model.h"
 #include "util/error.h"
 
 namespace qinfer::model {
@@ -186,6 +187,43 @@ TEST(MemoryPlan, CensusOfAFixtureMatchesItsTensors) {
                                      cfg.text.hidden_size);
   EXPECT_DOUBLE_EQ(s.kv_per_token, 2.0 * cfg.text.num_full_layers() * cfg.text.num_key_value_heads *
                                        cfg.text.head_dim * 4);
+}
+
+// MTP drafts with "draft_lm_head": "int8" make an int8 copy of the lm_head rows they
+// score on first use: the plan counts it (all rows, or draft_vocab of them), and not when
+// --dense int8 already made the lm_head int8 or when MTP is not loaded.
+TEST(MemoryPlan, MtpInt8DraftHeadIsCounted) {
+  const std::string dir = std::string(QINFER_FIXTURES_DIR) + "/text/qwen35moe-tiny-s1/gptq";
+  const ModelConfig cfg = load_config(dir);
+  auto ck = Checkpoint::open(dir);
+  const double V = static_cast<double>(cfg.text.vocab_size), H = static_cast<double>(cfg.text.hidden_size);
+  LoadOptions o;
+  o.load_mtp = true;
+  o.memory_budget = 64 * GB;
+  o.max_model_len = 4096;
+  const MemoryPlan plain = plan_for_options(*ck, cfg, o);
+  EXPECT_EQ(plain.draft_head, 0);
+  o.draft_int8 = true;
+  const MemoryPlan full = plan_for_options(*ck, cfg, o);
+  EXPECT_DOUBLE_EQ(full.draft_head, V * (H + 4));
+  EXPECT_DOUBLE_EQ(full.copied - plain.copied, full.draft_head);
+  EXPECT_DOUBLE_EQ(full.need - plain.need, full.draft_head);
+  EXPECT_NE(full.line().find("MTP drafts' int8 lm_head"), std::string::npos) << full.line();
+  o.draft_vocab = 100;
+  EXPECT_DOUBLE_EQ(plan_for_options(*ck, cfg, o).draft_head, 100 * (H + 4));
+  o.dense_int8 = true;
+  EXPECT_EQ(plan_for_options(*ck, cfg, o).draft_head, 0);
+  o.dense_int8 = false;
+  o.load_mtp = false;
+  EXPECT_EQ(plan_for_options(*ck, cfg, o).draft_head, 0);
+  // A budget between the two needs: refused only with the copy, and the refusal names it.
+  o.load_mtp = true;
+  o.draft_vocab = 0;
+  o.memory_budget = (plain.need + full.need) / 2;
+  EXPECT_TRUE(plan_for_options(*ck, cfg, o).fits == false);
+  EXPECT_NE(plan_for_options(*ck, cfg, o).refusal.find("the MTP drafts' int8 lm_head"), std::string::npos);
+  o.draft_int8 = false;
+  EXPECT_TRUE(plan_for_options(*ck, cfg, o).fits);
 }
 
 }  // namespace
