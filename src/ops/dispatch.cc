@@ -52,10 +52,12 @@ std::atomic<const KernelTable*>& table_slot() {
 struct OptionsState {
   std::atomic<bool> bf16_dot{false};
   std::atomic<Bf16Kernel> bf16{Bf16Kernel::kProbe};
+  std::atomic<bool> q8_widen{false};
   OptionsState() {
     const KernelOptions o = parse_kernel_options(std::getenv("QINFER_KERNEL_OPTS"));
     bf16_dot = o.bf16_dot;
     bf16 = o.bf16;
+    q8_widen = o.q8_widen;
   }
 };
 
@@ -422,6 +424,14 @@ int shared_pass_mode(const KernelTable& t, const DenseMatrix& W, int64_t n) {
   return widen_mode(bf16_kernel_on(t, n));
 }
 
+// --dense int8 with few activation rows: integer dot products on the codes
+// (KernelOptions::q8_widen).
+constexpr int64_t kQ8IntMaxRows = 8;
+bool q8_int_on(const KernelTable& t, const DenseMatrix& W, int64_t n) {
+  return t.q8_int_rows && W.type == WType::Q8 && n < kQ8IntMaxRows && W.cols <= detail::kQ8IntMaxCols &&
+         !options_state().q8_widen.load(std::memory_order_relaxed);
+}
+
 }  // namespace
 
 KernelOptions parse_kernel_options(const char* spec) {
@@ -440,10 +450,11 @@ KernelOptions parse_kernel_options(const char* spec) {
     else if (tok == "bf16_widen_tiled") o.bf16 = Bf16Kernel::kWidenTiled;
     else if (tok == "bf16_split") o.bf16 = Bf16Kernel::kSplit;
     else if (tok == "bf16_split3") o.bf16 = Bf16Kernel::kSplit3;
+    else if (tok == "q8_widen") o.q8_widen = true;
     else if (!tok.empty())
       fail("QINFER_KERNEL_OPTS: unknown option '", tok,
            "' (known: bf16_dot, bf16_widen, bf16_widen_t0, bf16_widen_nopf, bf16_widen_tiled, bf16_widen256, "
-           "bf16_split3, bf16_split)");
+           "bf16_split3, bf16_split, q8_widen)");
     pos = end + 1;
   }
   return o;
@@ -482,6 +493,13 @@ void matmul(const DenseMatrix& W, const float* X, int64_t n, float* Y) {
   if (W.type == WType::BF16 && t.bf16_dot_rows && bf16_dot_flag().load(std::memory_order_relaxed))
     return bf16_dot_product(t, W, X, n, Y, work);
   if (W.type == WType::BF16) return bf16_exact_product(t, bf16_kernel_on(t, n), W, X, n, Y, work);
+  if (q8_int_on(t, W, n)) {
+    std::unique_ptr<unsigned char[]> raw(new unsigned char[detail::q8_input_bytes(W.cols, n) + 64]);
+    unsigned char* mem = raw.get() + (64 - reinterpret_cast<uintptr_t>(raw.get()) % 64) % 64;
+    const detail::Q8Input q = detail::quantize_q8_input(X, n, W.cols, mem);
+    for_rows(W.rows, work, [&](int64_t r0, int64_t r1) { t.q8_int_rows(W, q, Y, r0, r1); });
+    return;
+  }
   for_rows(W.rows, work, [&](int64_t r0, int64_t r1) { t.dense_rows(W, X, n, Y, r0, r1); });
 }
 
@@ -498,6 +516,8 @@ void matmul_batch(const BatchProduct* items, size_t count) {
   const KernelTable& t = table();
   constexpr int64_t TR = GptqMatrix::kTileRows;
   std::vector<detail::Q4Input> xq(count);
+  std::vector<detail::Q8Input> xq8(count);      // dense int8 items on the integer path
+  std::vector<char> q8int(count, 0);
   std::vector<char> active(count, 0);            // runs in the shared pass
   std::vector<int> dense_mode(count, 0);         // dense items: dense_rows_mode's mode
   std::vector<int64_t> row_start(count + 1, 0);  // active items' rows laid end to end, tile-aligned
@@ -526,6 +546,11 @@ void matmul_batch(const BatchProduct* items, size_t count) {
           rows = (it.dense->rows + kRowBlock - 1) / kRowBlock * kRowBlock;
           work += static_cast<double>(it.dense->cols) * (elem_bytes(it.dense->type) + it.n) * it.dense->rows;
           active[i] = 1;
+          if (q8_int_on(t, *it.dense, it.n)) {
+            q8int[i] = 1;
+            bytes = detail::q8_input_bytes(it.dense->cols, it.n);
+            quant += static_cast<double>(it.dense->cols) * it.n;
+          }
         }
       }
     }
@@ -559,6 +584,7 @@ void matmul_batch(const BatchProduct* items, size_t count) {
   auto quantize = [&](int64_t b, int64_t e, int) {
     for (int64_t i = b; i < e; ++i) {
       const BatchProduct& it = items[i];
+      if (active[i] && q8int[i]) xq8[i] = detail::quantize_q8_input(it.X, it.n, it.dense->cols, mem + mem_start[i]);
       if (!active[i] || !it.gptq || same_as[i] >= 0) continue;
       if (it.n < detail::kQ4PanelMin) {
         xq[i] = detail::quantize_q4_input(t, *it.gptq, it.X, it.n, mem + mem_start[i]);
@@ -586,6 +612,7 @@ void matmul_batch(const BatchProduct* items, size_t count) {
       if (lo >= hi) continue;
       if (it.gptq && xp[i]) t.gptq_rows_f32(*it.gptq, xp[i], it.n, it.Y, lo, hi);
       else if (it.gptq) t.gptq_rows(*it.gptq, xq[i], it.Y, lo, hi);
+      else if (q8int[i]) t.q8_int_rows(*it.dense, xq8[i], it.Y, lo, hi);
       else dense_rows_mode(t, dense_mode[i], *it.dense, it.X, it.n, it.Y, lo, hi);
     }
   });
@@ -594,12 +621,14 @@ void matmul_batch(const BatchProduct* items, size_t count) {
 void set_kernel_options(const KernelOptions& o) {
   options_state().bf16_dot.store(o.bf16_dot);
   options_state().bf16.store(o.bf16);
+  options_state().q8_widen.store(o.q8_widen);
 }
 
 KernelOptions kernel_options() {
   KernelOptions o;
   o.bf16_dot = options_state().bf16_dot.load();
   o.bf16 = options_state().bf16.load();
+  o.q8_widen = options_state().q8_widen.load();
   return o;
 }
 

@@ -102,6 +102,11 @@ enum class Bf16Kernel { kProbe, kWiden, kWiden256, kSplit3, kSplit, kWidenT0, kW
 struct KernelOptions {
   bool bf16_dot = false;
   Bf16Kernel bf16 = Bf16Kernel::kProbe;
+  // --dense int8 decode (n < 8) on paths with a byte dot product (avx512's VNNI, and
+  // the scalar twin) runs integer dot products on the codes against 20-bit quantized
+  // activations (ops/matmul_table.h, Q8Input; ~1e-6 relative, far below the int8
+  // codes' own error); q8_widen forces the fp32-widening kernel instead.
+  bool q8_widen = false;
 };
 // Parses QINFER_KERNEL_OPTS (comma separated; throws naming an unknown token).
 KernelOptions parse_kernel_options(const char* spec);

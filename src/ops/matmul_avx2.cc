@@ -96,7 +96,10 @@ struct V {
 }  // namespace
 
 const KernelTable& avx2_kernels() {
-  static const KernelTable t{"avx2", dense_rows, gptq_rows, gptq_rows_f32, q4_quantize_scalar, nullptr, bf16_matvec_rows};
+  // No q8_int_rows: without VNNI a byte dot product (vpmaddubsw, vpmaddwd, vpaddd) per
+  // level costs as many instructions as widening the int8 codes to fp32.
+  static const KernelTable t{"avx2", dense_rows, gptq_rows, gptq_rows_f32, q4_quantize_scalar, nullptr, bf16_matvec_rows,
+                             nullptr};
   return t;
 }
 

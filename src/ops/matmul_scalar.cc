@@ -110,6 +110,30 @@ void dense_rows(const DenseMatrix& W, const float* X, int64_t n, float* Y, int64
   }
 }
 
+// The integer int8 product (Q8Input): exact integer sums, then q8_int_output, as
+// the SIMD twin (bit-identical results).
+void q8_int_rows(const DenseMatrix& W, const Q8Input& X, float* Y, int64_t r0, int64_t r1) {
+  const int8_t* w = static_cast<const int8_t*>(W.weights());
+  const int64_t K = W.cols;
+  for (int64_t r = r0; r < r1; ++r) {
+    const int8_t* row = w + r * K;
+    for (int64_t j = 0; j < X.n; ++j) {
+      const int8_t* h = X.h + j * X.kp;
+      const int8_t* m = X.m + j * X.kp;
+      const int8_t* l = X.l + j * X.kp;
+      int64_t sh = 0, sm = 0, sl = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        const int32_t u = row[k] + 128;   // the SIMD kernel's unsigned operand
+        sh += u * h[k];
+        sm += u * m[k];
+        sl += u * l[k];
+      }
+      const int64_t d = sh * (int64_t{1} << 14) + sm * (int64_t{1} << 7) + sl - 128 * X.sxq[j];
+      Y[j * W.rows + r] = q8_int_output(d, X.sx[j], W.row_scale[r]);
+    }
+  }
+}
+
 // Integer dot product per block, then the same float steps, in the same order,
 // as the SIMD paths (so every path gives bit-identical results).
 void gptq_rows(const GptqMatrix& W, const Q4Input& X, float* Y, int64_t r0, int64_t r1) {
@@ -179,7 +203,8 @@ void bf16_dot_rows(const DenseMatrix& W, const uint16_t* Xb, int64_t n, float* Y
 }  // namespace
 
 const KernelTable& scalar_kernels() {
-  static const KernelTable t{"scalar", dense_rows, gptq_rows, gptq_rows_f32, q4_quantize_scalar, bf16_dot_rows, nullptr};
+  static const KernelTable t{"scalar", dense_rows, gptq_rows, gptq_rows_f32, q4_quantize_scalar, bf16_dot_rows, nullptr,
+                             q8_int_rows};
   return t;
 }
 

@@ -25,6 +25,37 @@ struct Q4Input {
 constexpr int kQ4Max = (1 << 21) - 1;
 // Bytes of storage a Q4Input for n rows of W needs (64-byte aligned parts).
 int64_t q4_input_bytes(const GptqMatrix& W, int64_t n);
+// Activations of an int8 dense product (--dense int8) with few rows (decode), for
+// integer dot products on the int8 codes: per activation row x ≈ sx * xq with
+// |xq| <= 2^21 - 1 (sx = max|x| / (2^21 - 1)), split like Q4Input into three signed
+// bytes xq = 2^14 h + 2^7 m + l (h in -128..127, m and l in 0..127), the signed
+// operand of the byte dot product (vpdpbusd). The codes w are made its unsigned
+// operand as w + 128 (one xor), so Σ_k w_k xq_k = Σ (w + 128) xq - 128 Σ xq, with
+// sxq = Σ xq per activation row: exact in int64; the output is q8_int_output of it.
+// Error per element: at most half a step, max|x| / (2 (2^21 - 1)), far below the
+// int8 codes' own (half a step of max|w| / 127). A row holding a non-finite value gets
+// sx = NaN (its outputs are NaN). h, m, l are [n][kp], kp = round_up(k, 64), the
+// padding zero (it adds nothing to any sum).
+struct Q8Input {
+  int64_t n = 0, k = 0, kp = 0;
+  int8_t *h = nullptr, *m = nullptr, *l = nullptr;
+  float* sx = nullptr;      // [n]
+  int64_t* sxq = nullptr;   // [n]
+};
+constexpr int kQ8Max = (1 << 21) - 1;
+// Widest rows the integer int8 path takes: a row's sum Σ (w + 128) xq_level over its
+// 16 int32 lanes is at most k * 255 * 128 (< 2^31 up to here); wider rows are widened.
+constexpr int64_t kQ8IntMaxCols = int64_t{1} << 15;
+// Bytes a Q8Input for n rows of k values needs (64-byte aligned parts).
+int64_t q8_input_bytes(int64_t k, int64_t n);
+// Quantizes X ([n][k]) into `mem` (q8_input_bytes, 64-byte aligned) and returns the
+// view. One scalar routine for every path (O(n k), against the product's O(rows n k)).
+Q8Input quantize_q8_input(const float* X, int64_t n, int64_t k, unsigned char* mem);
+// Row r's output from its integer dot product d = Σ w xq: every path computes it so.
+inline float q8_int_output(int64_t d, float sx, float row_scale) {
+  return static_cast<float>(static_cast<double>(d) * (static_cast<double>(sx) * static_cast<double>(row_scale)));
+}
+
 struct KernelTable;
 // Quantizes X ([n][W.cols()], source column order) into `mem` (q4_input_bytes,
 // 64-byte aligned) with t.q4_quantize and returns the view.
@@ -51,6 +82,10 @@ struct KernelTable {
   // rows [r0, r1), with memory-access variant `mode` (kBf16Matvec* below; every
   // one widens to fp32 like dense_rows, only prefetching and row order differ).
   void (*bf16_matvec_rows)(int mode, const DenseMatrix& W, const float* x, float* y, int64_t r0, int64_t r1);
+  // Optional (null where the ISA has no byte dot product worth it: avx2): Q8 W
+  // ([rows][k] int8 codes, row scales) times quantized activations X, rows [r0, r1)
+  // of Y[X.n][W.rows]. Every path that has it computes bit-identical results.
+  void (*q8_int_rows)(const DenseMatrix& W, const Q8Input& X, float* Y, int64_t r0, int64_t r1);
 };
 
 // bf16_matvec_rows modes (the same numbers as dense_matvec_simd.h's DecodeMode).

@@ -1,0 +1,194 @@
+// The integer int8 dense product (--dense int8 decode; ops/matmul_table.h Q8Input):
+// the AVX-512 VNNI kernel against its scalar twin bit for bit on awkward shapes, the
+// error bound of the 20-bit activations against a double reference, non-finite
+// activations, the widest rows at the int32 limit, and matmul()'s dispatch to it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <random>
+
+#include "kernels_test_util.h"
+#include "ops/matmul_table.h"
+#include "util/error.h"
+
+namespace qinfer::ops {
+namespace {
+
+using testing::PathGuard;
+
+struct Quantized {
+  std::unique_ptr<unsigned char[]> raw;
+  detail::Q8Input q;
+};
+Quantized quantize(const std::vector<float>& x, int64_t n, int64_t k) {
+  Quantized out;
+  out.raw.reset(new unsigned char[detail::q8_input_bytes(k, n) + 64]);
+  unsigned char* mem = out.raw.get() + (64 - reinterpret_cast<uintptr_t>(out.raw.get()) % 64) % 64;
+  out.q = detail::quantize_q8_input(x.data(), n, k, mem);
+  return out;
+}
+
+DenseMatrix random_q8(int64_t rows, int64_t cols, std::mt19937& rng) {
+  std::vector<float> w = testing::random_floats(rng, rows * cols);
+  DenseMatrix f = dense_view(WType::F32, w.data(), rows, cols);
+  return dense_to_q8(f);
+}
+
+std::vector<float> run(const detail::KernelTable& t, const DenseMatrix& W, const detail::Q8Input& q, int64_t r0,
+                       int64_t r1) {
+  std::vector<float> y(q.n * W.rows, -12345.0f);
+  t.q8_int_rows(W, q, y.data(), r0, r1);
+  return y;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+const int64_t kCols[] = {1, 5, 63, 64, 65, 127, 128, 300, 1026, 2049};
+const int64_t kRows[] = {1, 3, 4, 5, 17, 37};
+const int64_t kNs[] = {1, 2, 3, 7};
+
+TEST(Q8Int, ScalarTwinHasTheKernel) {
+  ASSERT_NE(detail::scalar_kernels().q8_int_rows, nullptr);
+}
+
+TEST(Q8Int, Avx512MatchesScalarTwinBitForBit) {
+  if (!cpu_features().has_avx512_path()) GTEST_SKIP() << "no avx512 path on this CPU (" << cpu_features().describe() << ")";
+  const detail::KernelTable& s = detail::scalar_kernels();
+  const detail::KernelTable& v = detail::avx512_kernels();
+  ASSERT_NE(v.q8_int_rows, nullptr);
+  std::mt19937 rng(11);
+  for (int64_t rows : kRows)
+    for (int64_t cols : kCols)
+      for (int64_t n : kNs) {
+        const DenseMatrix W = random_q8(rows, cols, rng);
+        std::vector<float> x = testing::random_floats(rng, n * cols, -3.0f, 3.0f);
+        const Quantized q = quantize(x, n, cols);
+        const std::string what = qinfer::cat(rows, "x", cols, " n=", n);
+        EXPECT_TRUE(same_bits(run(s, W, q.q, 0, rows), run(v, W, q.q, 0, rows))) << what;
+        if (rows > 2) {   // a row range that starts and ends inside tiles
+          EXPECT_TRUE(same_bits(run(s, W, q.q, 1, rows - 1), run(v, W, q.q, 1, rows - 1))) << what << " rows 1..";
+        }
+      }
+}
+
+// |y - Σ w x| within the activations' quantization error (half a step per element)
+// plus fp32 rounding of the result.
+TEST(Q8Int, ErrorWithinTheActivationStep) {
+  std::mt19937 rng(5);
+  for (const std::string& path : testing::available_paths()) {
+    PathGuard guard(path);
+    for (int64_t cols : {1, 64, 65, 700, 2049}) {
+      const int64_t rows = 9, n = 3;
+      const DenseMatrix W = random_q8(rows, cols, rng);
+      std::vector<float> x = testing::random_floats(rng, n * cols, -2.0f, 2.0f);
+      x[0] = 40.0f;   // an outlier sets the step for its row
+      std::vector<float> y(n * rows);
+      matmul(W, x.data(), n, y.data());
+      const int8_t* codes = static_cast<const int8_t*>(W.weights());
+      for (int64_t j = 0; j < n; ++j) {
+        double amax = 0;
+        for (int64_t k = 0; k < cols; ++k) amax = std::max(amax, std::fabs(double(x[j * cols + k])));
+        const double step = amax / detail::kQ8Max;
+        for (int64_t r = 0; r < rows; ++r) {
+          double ref = 0, l1 = 0;
+          for (int64_t k = 0; k < cols; ++k) {
+            ref += double(codes[r * cols + k]) * x[j * cols + k];
+            l1 += std::fabs(double(codes[r * cols + k]));
+          }
+          ref *= W.row_scale[r];
+          const double tol = W.row_scale[r] * l1 * (0.5 * step) * 1.001 + 1e-6 * std::fabs(ref) + 1e-7;
+          EXPECT_LE(std::fabs(y[j * rows + r] - ref), tol) << path << " " << cols << " cols, row " << r << " x " << j;
+        }
+      }
+    }
+  }
+}
+
+TEST(Q8Int, NonFiniteActivationsGiveNonFiniteRowsAndZerosGiveZeros) {
+  std::mt19937 rng(9);
+  const int64_t rows = 6, cols = 130, n = 3;
+  const DenseMatrix W = random_q8(rows, cols, rng);
+  std::vector<float> x = testing::random_floats(rng, n * cols);
+  x[5] = std::numeric_limits<float>::quiet_NaN();                  // row 0
+  x[cols + 70] = std::numeric_limits<float>::infinity();           // row 1
+  for (int64_t k = 0; k < cols; ++k) x[2 * cols + k] = 0.0f;       // row 2
+  for (const std::string& path : testing::available_paths()) {
+    PathGuard guard(path);
+    std::vector<float> y(n * rows, 7.0f);
+    matmul(W, x.data(), n, y.data());
+    for (int64_t r = 0; r < rows; ++r) {
+      EXPECT_TRUE(std::isnan(y[r])) << path << " row " << r;
+      EXPECT_FALSE(std::isfinite(y[rows + r])) << path << " row " << r;   // widening: inf or NaN
+      EXPECT_EQ(y[2 * rows + r], 0.0f) << path << " row " << r;
+    }
+  }
+}
+
+// The widest rows the integer path takes, every code at +-127 and every activation at
+// the top of its range: the int32 lanes and their 16-lane sums must not overflow.
+TEST(Q8Int, WidestRowsAtTheInt32Limit) {
+  const int64_t cols = detail::kQ8IntMaxCols, rows = 5;
+  std::vector<float> w(rows * cols, 1.0f);
+  for (int64_t k = 0; k < cols; ++k) w[cols + k] = -1.0f;   // row 1: all -127
+  const DenseMatrix W = dense_to_q8(dense_view(WType::F32, w.data(), rows, cols));
+  std::vector<float> x(cols, 1.0f);
+  const Quantized q = quantize(x, 1, cols);
+  const std::vector<float> want = run(detail::scalar_kernels(), W, q.q, 0, rows);
+  EXPECT_FLOAT_EQ(want[0], static_cast<float>(cols));
+  EXPECT_FLOAT_EQ(want[1], -static_cast<float>(cols));
+  if (cpu_features().has_avx512_path()) {
+    EXPECT_TRUE(same_bits(want, run(detail::avx512_kernels(), W, q.q, 0, rows)));
+  }
+}
+
+// matmul() takes the integer path for Q8 decode where the table has it (n < 8, rows
+// up to kQ8IntMaxCols), the widening kernel otherwise and under q8_widen.
+TEST(Q8Int, MatmulDispatch) {
+  std::mt19937 rng(21);
+  for (const std::string& path : testing::available_paths()) {
+    PathGuard guard(path);
+    const detail::KernelTable& t = path == "scalar" ? detail::scalar_kernels()
+                                   : path == "avx2" ? detail::avx2_kernels() : detail::avx512_kernels();
+    for (int64_t n : {1, 4, 7, 8}) {
+      const int64_t rows = 33, cols = 515;
+      const DenseMatrix W = random_q8(rows, cols, rng);
+      std::vector<float> x = testing::random_floats(rng, n * cols);
+      std::vector<float> y(n * rows), widen(n * rows);
+      matmul(W, x.data(), n, y.data());
+      t.dense_rows(W, x.data(), n, widen.data(), 0, rows);
+      const bool integer = t.q8_int_rows && n < 8;
+      if (integer) {
+        const Quantized q = quantize(x, n, cols);
+        EXPECT_TRUE(same_bits(y, run(t, W, q.q, 0, rows))) << path << " n=" << n;
+        KernelOptions o = kernel_options();
+        const KernelOptions saved = o;
+        o.q8_widen = true;
+        set_kernel_options(o);
+        std::vector<float> forced(n * rows);
+        matmul(W, x.data(), n, forced.data());
+        set_kernel_options(saved);
+        EXPECT_TRUE(same_bits(forced, widen)) << path << " n=" << n << " q8_widen";
+      } else {
+        EXPECT_TRUE(same_bits(y, widen)) << path << " n=" << n;
+      }
+      // The same through matmul_batch, beside a BF16 item.
+      std::vector<float> yb(n * rows, 0.0f);
+      BatchProduct item;
+      item.dense = &W;
+      item.X = x.data();
+      item.n = n;
+      item.Y = yb.data();
+      matmul_batch(&item, 1);
+      EXPECT_TRUE(same_bits(yb, y)) << path << " n=" << n << " matmul_batch";
+    }
+  }
+  EXPECT_TRUE(parse_kernel_options("q8_widen").q8_widen);
+}
+
+}  // namespace
+}  // namespace qinfer::ops
