@@ -244,10 +244,13 @@ int register_all() {
     }
     if (fast)  // each exact decode kernel the probe chooses from, forced (short and long rows)
       for (Bf16Kernel k : {Bf16Kernel::kWiden, Bf16Kernel::kWidenT0, Bf16Kernel::kWidenNoPf, Bf16Kernel::kWidenTiled,
-                           Bf16Kernel::kWiden256, Bf16Kernel::kSplit3}) {
-        if ((k == Bf16Kernel::kWiden256 || k == Bf16Kernel::kSplit3) && p != "avx512") continue;
+                           Bf16Kernel::kWiden256, Bf16Kernel::kSplit3, Bf16Kernel::kSplit}) {
+        if ((k == Bf16Kernel::kWiden256 || k == Bf16Kernel::kSplit3 || k == Bf16Kernel::kSplit) && p != "avx512")
+          continue;
+        // 2048x512_in_cache (2 MiB): the kernel's compute rate with the weights in L2.
         for (auto [name, rows, cols] : {std::tuple<const char*, int64_t, int64_t>{"lm_head_2048x248320", 248320, 2048},
-                                        {"2048x8192", 8192, 2048}, {"8192x2048", 2048, 8192}})
+                                        {"2048x8192", 8192, 2048}, {"8192x2048", 2048, 8192},
+                                        {"2048x512_in_cache", 512, 2048}})
           benchmark::RegisterBenchmark(("bf16_matvec_" + std::string(name) + "/" + p + "/" + bf16_kernel_name(k)).c_str(),
                                        bm_dense, p, WType::BF16, rows, cols, 1, false, k, false)
               ->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -91,7 +91,13 @@ void matmul_batch(const BatchProduct* items, size_t count);
 // Forced only (never picked by the probe):
 //   split     two parts (hi + lo, at most 2^-18 |x|): logits move ~7e-5
 //             relative on the test model, inside the golden 1e-3 budget but
-//             not as exact as fp32 widening (same paths as split3);
+//             not as exact as fp32 widening (same paths as split3; decode,
+//             n = 1, runs a fused avx512 kernel: two vdpbf16ps per 32 weights).
+//             Not a probe candidate: its ~1e-4 moves the max-abs logit error of
+//             the tiny fixtures past 1e-3 and makes a one-row decode differ from
+//             a verify pass of several rows by more than greedy identity of
+//             speculative decoding tolerates; on the Zen 5 host it was also
+//             slower than widening (docs/PERFORMANCE.md, issue 19);
 //   bf16_dot  opt-in, less exact: activations rounded to one bf16 (~2e-3,
 //             over the golden budget; report in tests/ops/kernels_options_test.cc),
 //             as llama.cpp and vLLM do.

@@ -206,6 +206,52 @@ void bf16_dot_rows(const DenseMatrix& W, const uint16_t* Xb, int64_t n, float* Y
   }
 }
 
+// ---- Two-part split decode (Bf16Kernel::kSplit, n = 1): x = hi + lo, two bf16 rows ----
+//
+// One weight row read front to back; each 32-weight step issues vdpbf16ps against
+// hi and then lo into the same accumulator (no third pass, no sum of partial
+// outputs): 1 load and 2 dot products per 64 bytes of weights, where widening
+// takes 2 conversions and 2 FMAs. A accumulators of 32 columns along k; the
+// weight lines kSplitPrefetch bytes ahead are prefetched into L1. Xs holds the
+// hi row then the lo row, each zero padded to round_up(K, 32).
+constexpr int64_t kSplitPrefetch = 4096;
+void bf16_split2_row(const uint16_t* w, const uint16_t* xh, const uint16_t* xl, int64_t K, float* y) {
+  constexpr int A = 4;
+  __m512 acc[A], lo[A];  // hi and lo parts in separate chains (vdpbf16ps latency)
+  QINFER_UNROLL
+  for (int a = 0; a < A; ++a) acc[a] = lo[a] = _mm512_setzero_ps();
+  const char* pf = reinterpret_cast<const char*>(w) + kSplitPrefetch;  // a hint: may run past the matrix
+  int64_t k = 0;
+  for (; k + A * 32 <= K; k += A * 32) {
+    QINFER_UNROLL
+    for (int a = 0; a < A; ++a) {
+      _mm_prefetch(pf + (k + a * 32) * 2, _MM_HINT_T0);
+      const __m512bh wv = (__m512bh)_mm512_loadu_si512(w + k + a * 32);
+      acc[a] = _mm512_dpbf16_ps(acc[a], wv, (__m512bh)_mm512_loadu_si512(xh + k + a * 32));
+      lo[a] = _mm512_dpbf16_ps(lo[a], wv, (__m512bh)_mm512_loadu_si512(xl + k + a * 32));
+    }
+  }
+  for (; k < K; k += 32) {
+    const __mmask32 m = K - k >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((uint64_t{1} << (K - k)) - 1);
+    const __m512bh wv = (__m512bh)_mm512_maskz_loadu_epi16(m, w + k);
+    acc[0] = _mm512_dpbf16_ps(acc[0], wv, (__m512bh)_mm512_loadu_si512(xh + k));  // zero padded to 32
+    lo[0] = _mm512_dpbf16_ps(lo[0], wv, (__m512bh)_mm512_loadu_si512(xl + k));
+  }
+  QINFER_UNROLL
+  for (int a = 1; a < A; ++a) {
+    acc[0] = _mm512_add_ps(acc[0], acc[a]);
+    lo[0] = _mm512_add_ps(lo[0], lo[a]);
+  }
+  acc[0] = _mm512_add_ps(lo[0], acc[0]);
+  *y = _mm512_reduce_add_ps(acc[0]);
+}
+
+void bf16_split2_rows(const DenseMatrix& W, const uint16_t* Xs, float* Y, int64_t r0, int64_t r1) {
+  const uint16_t* w = static_cast<const uint16_t*>(W.weights());
+  const int64_t K = W.cols, ldx = round_up(K, kBf16DotPad);
+  for (int64_t r = r0; r < r1; ++r) bf16_split2_row(w + r * K, Xs, Xs + ldx, K, Y + r);
+}
+
 // ---- --dense int8 decode: VNNI byte dot products on the codes (Q8Input) ----
 //
 // Per 64 columns of a weight row: the codes made unsigned (w + 128: one xor), then
@@ -319,7 +365,7 @@ void q8_int_rows(const DenseMatrix& W, const Q8Input& X, float* Y, int64_t r0, i
 
 const KernelTable& avx512_kernels() {
   static const KernelTable t{"avx512", dense_rows, gptq_rows, gptq_rows_f32, q4_quantize, bf16_dot_rows, bf16_matvec_rows,
-                             q8_int_rows};
+                             q8_int_rows, bf16_split2_rows};
   return t;
 }
 

@@ -86,6 +86,11 @@ struct KernelTable {
   // ([rows][k] int8 codes, row scales) times quantized activations X, rows [r0, r1)
   // of Y[X.n][W.rows]. Every path that has it computes bit-identical results.
   void (*q8_int_rows)(const DenseMatrix& W, const Q8Input& X, float* Y, int64_t r0, int64_t r1);
+  // Optional (avx512 only): BF16 W times one activation row split into two bf16
+  // rows Xs = [hi][lo] (each zero padded to round_up(W.cols, kBf16DotPad)),
+  // y[r] = w_r . (hi + lo) for rows [r0, r1): the fused n = 1 form of the
+  // two-part split (Bf16Kernel::kSplit); elsewhere bf16_dot_rows does it.
+  void (*bf16_split2_rows)(const DenseMatrix& W, const uint16_t* Xs, float* Y, int64_t r0, int64_t r1);
 };
 
 // bf16_matvec_rows modes (the same numbers as dense_matvec_simd.h's DecodeMode).
