@@ -72,7 +72,7 @@ inline void dense_tile(const E* w, int64_t ldw, const float* x, int64_t ldx, int
 }
 
 // All activation rows [0, n) against NR weight rows, NX rows per tile.
-template <class L, class E, int NR>
+template <class L, class E, int NR, bool Prefetch = false>
 inline void dense_rows_x(const E* w, int64_t ldw, const float* X, int64_t ldx, int64_t n, int64_t K, float* Y,
                          int64_t ldy, const float* rscale) {
   for (int64_t j = 0; j < n; j += V::NX) {
@@ -80,10 +80,10 @@ inline void dense_rows_x(const E* w, int64_t ldw, const float* X, int64_t ldx, i
     const float* x = X + j * ldx;
     float* y = Y + j * ldy;
     switch (nx) {
-      case 1: dense_tile<L, E, NR, 1>(w, ldw, x, ldx, K, y, ldy, rscale); break;
-      case 2: dense_tile<L, E, NR, 2>(w, ldw, x, ldx, K, y, ldy, rscale); break;
-      case 3: if constexpr (V::NX >= 3) dense_tile<L, E, NR, 3>(w, ldw, x, ldx, K, y, ldy, rscale); break;
-      default: if constexpr (V::NX >= 4) dense_tile<L, E, NR, 4>(w, ldw, x, ldx, K, y, ldy, rscale); break;
+      case 1: dense_tile<L, E, NR, 1, Prefetch>(w, ldw, x, ldx, K, y, ldy, rscale); break;
+      case 2: dense_tile<L, E, NR, 2, Prefetch>(w, ldw, x, ldx, K, y, ldy, rscale); break;
+      case 3: if constexpr (V::NX >= 3) dense_tile<L, E, NR, 3, Prefetch>(w, ldw, x, ldx, K, y, ldy, rscale); break;
+      default: if constexpr (V::NX >= 4) dense_tile<L, E, NR, 4, Prefetch>(w, ldw, x, ldx, K, y, ldy, rscale); break;
     }
   }
 }

@@ -76,7 +76,7 @@ void dense_rows_typed(const DenseMatrix& W, const float* X, int64_t n, float* Y,
       dense_tile<L, E, V::NR1, 1, true>(w + r * K, K, X, K, K, Y + r, ldy, scales ? scales + r : nullptr);
   } else {
     for (; r + V::NR <= r1; r += V::NR)
-      dense_rows_x<L, E, V::NR>(w + r * K, K, X, K, n, K, Y + r, ldy, scales ? scales + r : nullptr);
+      dense_rows_x<L, E, V::NR, true>(w + r * K, K, X, K, n, K, Y + r, ldy, scales ? scales + r : nullptr);
   }
   for (; r < r1; ++r) dense_rows_x<L, E, 1>(w + r * K, K, X, K, n, K, Y + r, ldy, scales ? scales + r : nullptr);
 }
