@@ -54,6 +54,11 @@ void moe_forward(const TextConfig& tc, const MoeWeights& w, const float* U, int6
   if (w.routing) ExpertCache::note_routing(w, sel.data(), N * K);
 
   prof.emplace(Part::kExperts);
+  // File-backed GPTQ experts that are not hot: repacked from the mapping for this call.
+  const std::vector<Expert> cold = w.gptq_source ? repack_cold(w, sel.data(), N * K) : std::vector<Expert>();
+  auto expert = [&](int64_t e) -> const Expert& {
+    return cold.empty() || cold[static_cast<size_t>(e)].down.empty() ? w.experts[e] : cold[static_cast<size_t>(e)];
+  };
   // Group the (token, slot) pairs by expert: rows [offset[e], offset[e+1]).
   std::vector<int64_t> offset(E + 1, 0), slot_row(N * K);
   for (int64_t i = 0; i < N * K; ++i) ++offset[sel[i] + 1];
@@ -79,7 +84,7 @@ void moe_forward(const TextConfig& tc, const MoeWeights& w, const float* U, int6
   for (int64_t e = 0; e < E; ++e) {
     const int64_t n = offset[e + 1] - offset[e];
     if (n == 0) continue;
-    const Expert& x = w.experts[e];
+    const Expert& x = expert(e);
     const float* X = xg + offset[e] * H;
     float* Y = gu + offset[e] * 2 * I;
     if (x.fused()) {
@@ -102,7 +107,7 @@ void moe_forward(const TextConfig& tc, const MoeWeights& w, const float* U, int6
       const int64_t n = offset[e + 1] - offset[e];
       const float* Y = gu + offset[e] * 2 * I;
       float* h = hid + offset[e] * I;
-      const bool fused = w.experts[e].fused();
+      const bool fused = expert(e).fused();
       for (int64_t r = 0; r < n; ++r) {
         const float* gp = fused ? Y + r * 2 * I : Y + r * I;
         const float* up = fused ? gp + I : Y + n * I + r * I;
@@ -123,7 +128,7 @@ void moe_forward(const TextConfig& tc, const MoeWeights& w, const float* U, int6
   for (int64_t e = 0; e < E; ++e) {
     const int64_t n = offset[e + 1] - offset[e];
     if (n == 0) continue;
-    second.push_back({&w.experts[e].down, hid + offset[e] * I, n, yd + offset[e] * H});
+    second.push_back({&expert(e).down, hid + offset[e] * I, n, yd + offset[e] * H});
   }
   second.push_back({&w.shared_down, shid, N, out});
   apply_all(second);
