@@ -102,18 +102,11 @@ void move_expert_storage(Expert& x, unsigned char* dst) {
   }
 }
 
-std::vector<Expert> repack_cold(const MoeWeights& w, const int* sel, int64_t n) {
+std::vector<Expert> repack_cold(const MoeWeights& w, const std::vector<int64_t>& ids) {
+  if (ids.empty()) return {};
   std::vector<Expert> cold(w.experts.size());
-  std::vector<uint8_t> seen(w.experts.size(), 0);
-  std::vector<int64_t> todo;
-  for (int64_t i = 0; i < n; ++i) {
-    const int e = sel[i];
-    if (seen[static_cast<size_t>(e)] || !w.experts[static_cast<size_t>(e)].down.empty()) continue;
-    seen[static_cast<size_t>(e)] = 1;
-    todo.push_back(e);
-  }
-  parallel_each(static_cast<int64_t>(todo.size()),
-                [&](int64_t i) { cold[static_cast<size_t>(todo[i])] = w.gptq_source->pack(todo[i]); });
+  parallel_each(static_cast<int64_t>(ids.size()),
+                [&](int64_t i) { cold[static_cast<size_t>(ids[i])] = w.gptq_source->pack(ids[i]); });
   return cold;
 }
 
