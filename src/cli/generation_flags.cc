@@ -80,7 +80,7 @@ std::vector<OptionSpec> memory_option_specs() {
 const char* memory_flags_help() {
   return "  --memory-budget-gb G (default: what the system has available, MemAvailable and the cgroup limit)\n"
          "  --max-model-len N (tokens the KV cache is planned for; default: the model's, lowered to fit)\n"
-         "  --experts auto|resident|mapped (mapped: dense experts stay file-backed, the hot ones resident)\n";
+         "  --experts auto|resident|mapped (mapped: routed experts stay file-backed, the hot ones resident; GPTQ ones repacked on use)\n";
 }
 
 const char* generation_flags_help() {

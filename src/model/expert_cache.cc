@@ -41,6 +41,7 @@ std::vector<Linear*> expert_mats(Expert& e) {
 
 struct ExpertCache::Entry {
   int layer = 0, expert = 0;
+  const GptqExpertSource* gptq = nullptr;   // GPTQ: repacked into the slot; else dense views below
   std::vector<Linear*> mats;
   std::vector<const void*> mapped;   // each matrix's view into the checkpoint
   double score = 0;
@@ -57,6 +58,12 @@ ExpertCache::ExpertCache(std::vector<LayerWeights>& layers, double hot_bytes) : 
       Entry x;
       x.layer = static_cast<int>(li);
       x.expert = static_cast<int>(e);
+      if (m.gptq_source) {   // slots sized by expert 0's packed form (the experts of a checkpoint share it)
+        x.gptq = m.gptq_source.get();
+        expert_bytes_ = std::max(expert_bytes_, m.gptq_source->packed_bytes());
+        entries_.push_back(std::move(x));
+        continue;
+      }
       x.mats = expert_mats(m.experts[e]);
       size_t bytes = 0;
       for (Linear* l : x.mats) {
@@ -74,7 +81,8 @@ ExpertCache::ExpertCache(std::vector<LayerWeights>& layers, double hot_bytes) : 
   const int64_t slots = std::clamp<int64_t>(n, 0, static_cast<int64_t>(entries_.size()));
   slot_owner_.assign(static_cast<size_t>(slots), -1);
   if (slots > 0) pool_ = std::make_unique<ResidentBlock>(static_cast<size_t>(slots) * expert_bytes_);
-  log_info("experts file-backed: ", entries_.size(), " experts of ", expert_bytes_ / 1000000.0, " MB, ", slots,
+  log_info("experts file-backed", !entries_.empty() && entries_[0].gptq ? " (GPTQ, repacked on use)" : "", ": ",
+           entries_.size(), " experts of ", expert_bytes_ / 1000000.0, " MB, ", slots,
            " of them kept resident by routing frequency");
 }
 
@@ -98,10 +106,16 @@ void ExpertCache::note_routing(const MoeWeights& w, const int* sel, int64_t n) {
     }
   }
   // Start the reads of the cold experts now (readahead is off under MADV_RANDOM).
-  if (cold.size() <= 64)
-    for (int e : cold)
-      for (const Linear* l : {&w.experts[e].gate_up, &w.experts[e].gate, &w.experts[e].up, &w.experts[e].down})
-        if (!l->empty()) advise(l->dense.data, mat_bytes(*l), MADV_WILLNEED);
+  // (GPTQ: their raw tensors, which moe_forward repacks next, several threads at once.)
+  if (cold.size() > 64) return;
+  for (int e : cold) {
+    if (w.gptq_source) {
+      w.gptq_source->will_need(e);
+      continue;
+    }
+    for (const Linear* l : {&w.experts[e].gate_up, &w.experts[e].gate, &w.experts[e].up, &w.experts[e].down})
+      if (!l->empty()) advise(l->dense.data, mat_bytes(*l), MADV_WILLNEED);
+  }
 }
 
 double ExpertCache::hot_routed_share() const {
@@ -111,6 +125,10 @@ double ExpertCache::hot_routed_share() const {
     total += l.moe.routing->total;
   }
   return total == 0 ? 0.0 : static_cast<double>(hot) / static_cast<double>(total);
+}
+
+bool ExpertCache::is_hot(int layer, int expert) const {
+  return layers_[static_cast<size_t>(layer)].moe.routing->hot[static_cast<size_t>(expert)] != 0;
 }
 
 void ExpertCache::maybe_rebalance() {
@@ -141,6 +159,7 @@ void ExpertCache::rebalance() {
   for (size_t i = 0; i < entries_.size(); ++i) {
     Entry& x = entries_[i];
     if (x.slot < 0 || want[i]) continue;
+    if (x.gptq) layers_[x.layer].moe.experts[x.expert] = Expert{};   // repacked per call again
     for (size_t m = 0; m < x.mats.size(); ++m) x.mats[m]->dense.data = x.mapped[m];
     layers_[x.layer].moe.routing->hot[x.expert] = 0;
     slot_owner_[x.slot] = -1;
@@ -155,20 +174,37 @@ void ExpertCache::rebalance() {
     slot_owner_[free_at] = static_cast<int64_t>(i);
     promote.push_back(static_cast<int64_t>(i));
   }
-  parallel_for(static_cast<int64_t>(promote.size()), 1, [&](int64_t i0, int64_t i1, int) {
-    for (int64_t i = i0; i < i1; ++i) {
-      Entry& x = entries_[promote[i]];
-      unsigned char* dst = pool_->data() + static_cast<size_t>(x.slot) * expert_bytes_;
-      for (size_t m = 0; m < x.mats.size(); ++m) {
-        const size_t n = mat_bytes(*x.mats[m]);
-        std::memcpy(dst, x.mapped[m], n);
-        drop_pages(x.mapped[m], n);   // the copy serves it now
-        x.mats[m]->dense.data = dst;
-        dst += n;
+  std::vector<uint8_t> placed(promote.size(), 1);
+  parallel_each(static_cast<int64_t>(promote.size()), [&](int64_t i) {
+    Entry& x = entries_[promote[i]];
+    unsigned char* dst = pool_->data() + static_cast<size_t>(x.slot) * expert_bytes_;
+    if (x.gptq) {   // the resident load's repack (same bytes), its storage moved into the slot
+      Expert packed = x.gptq->pack(x.expert);
+      if (gptq_expert_storage(packed) > expert_bytes_) {   // a larger layout than expert 0's: stays cold
+        placed[i] = 0;
+        return;
       }
+      move_expert_storage(packed, dst);
+      layers_[x.layer].moe.experts[x.expert] = std::move(packed);
+      return;
+    }
+    for (size_t m = 0; m < x.mats.size(); ++m) {
+      const size_t n = mat_bytes(*x.mats[m]);
+      std::memcpy(dst, x.mapped[m], n);
+      drop_pages(x.mapped[m], n);   // the copy serves it now
+      x.mats[m]->dense.data = dst;
+      dst += n;
     }
   });
-  for (int64_t i : promote) layers_[entries_[i].layer].moe.routing->hot[entries_[i].expert] = 1;
+  for (size_t i = 0; i < promote.size(); ++i) {
+    Entry& x = entries_[promote[i]];
+    if (placed[i]) {
+      layers_[x.layer].moe.routing->hot[x.expert] = 1;
+    } else {
+      slot_owner_[x.slot] = -1;
+      x.slot = -1;
+    }
+  }
 }
 
 }  // namespace qinfer::model

@@ -14,6 +14,11 @@
 // page cache cannot push the hot ones out; touched file pages stay on the LRU
 // and are evicted first under exactly that pressure; mlock needs RLIMIT_MEMLOCK
 // (64 KiB by default). The results are identical either way (same bytes).
+// GPTQ experts (model/gptq_experts.h) cannot be views (the kernels read a repacked
+// layout): a hot one is repacked into its slot (the resident load's code and bytes;
+// its metadata on the heap), an evicted one's products are dropped, and moe_forward
+// repacks the routed ones that are not hot for the call. Slots are sized by expert
+// 0's packed form; an expert whose layout packs larger (another g_idx) stays cold.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -28,8 +33,8 @@ struct MoeWeights;
 
 class ExpertCache {
  public:
-  // Takes the routed experts of `layers` (dense views into the mapping; Error otherwise)
-  // and a pool of `hot_bytes` for the hot set.
+  // Takes the routed experts of `layers` (dense views into the mapping, or GPTQ ones
+  // with a gptq_source; Error otherwise) and a pool of `hot_bytes` for the hot set.
   ExpertCache(std::vector<LayerWeights>& layers, double hot_bytes);
   ~ExpertCache();
 
@@ -39,6 +44,7 @@ class ExpertCache {
   int64_t slots() const { return static_cast<int64_t>(slot_owner_.size()); }
   int64_t rebalances() const { return rebalances_; }
   double hot_routed_share() const;   // of the routings counted since the last rebalance, the share hot ones served
+  bool is_hot(int layer, int expert) const;
 
   // Called by moe_forward after routing (sel: n chosen expert ids of layer `w`).
   static void note_routing(const MoeWeights& w, const int* sel, int64_t n);

@@ -93,6 +93,7 @@ MemoryPlan attempt(const WeightCensus& w, const StateCensus& s, const PlanReques
   const double rest = p.copied + p.mapped + p.kv + p.cache + p.reserve;
   if (file_backed) {
     p.experts_file_backed = true;
+    p.experts_gptq = w.experts_gptq;
     p.experts_hot = std::clamp(req.budget - rest, 0.0, w.experts);
     p.experts_cold = w.experts - p.experts_hot;
     p.copied += p.experts_hot;
@@ -107,7 +108,7 @@ MemoryPlan attempt(const WeightCensus& w, const StateCensus& s, const PlanReques
 }
 
 MemoryPlan plan_for(const WeightCensus& w, const StateCensus& s, const PlanRequest& req) {
-  const bool can_file_back = !w.experts_gptq && w.experts > 0;
+  const bool can_file_back = w.experts > 0;
   const bool file_backed_only = req.experts == ExpertsPlacement::kFileBacked;
   const int64_t model_len = std::max<int64_t>(1, s.model_max_len);
   const int64_t min_len = std::min(model_len, kMinPlannedLen);
@@ -203,9 +204,6 @@ StateCensus state_census(const StateShape& sh, int64_t model_max_len, int64_t hi
 
 MemoryPlan plan_memory(const WeightCensus& w, const StateCensus& s, const PlanRequest& req) {
   if (req.max_num_seqs < 1) fail("memory plan: max_num_seqs must be at least 1");
-  if (req.experts == ExpertsPlacement::kFileBacked && w.experts_gptq)
-    fail("--experts mapped: this checkpoint's experts are GPTQ int4, repacked in memory at load; only dense (BF16) "
-         "experts can stay file-backed (use --experts auto or resident)");
   MemoryPlan p = plan_for(w, s, req);
   if (p.fits) return p;
   // What would fit, one flag at a time.
@@ -218,7 +216,7 @@ MemoryPlan plan_memory(const WeightCensus& w, const StateCensus& s, const PlanRe
     const MemoryPlan q = plan_for(w, s, r);
     if (q.fits) add("--dense int8 (needs " + gb(q.need) + ")");
   }
-  if (req.experts == ExpertsPlacement::kResident && !w.experts_gptq && w.experts > 0) {
+  if (req.experts == ExpertsPlacement::kResident && w.experts > 0) {
     PlanRequest r = req;
     r.experts = ExpertsPlacement::kAuto;
     const MemoryPlan q = plan_for(w, s, r);
@@ -263,7 +261,9 @@ std::string MemoryPlan::line() const {
     s += ")";
   }
   s += ", mapped " + gb(mapped);
-  if (experts_file_backed) s += ", experts file-backed: " + gb(experts_hot) + " hot resident, " + gb(experts_cold) + " cold";
+  if (experts_file_backed)
+    s += ", experts file-backed" + std::string(experts_gptq ? " (GPTQ: hot repacked resident, cold repacked per call)" : "") +
+         ": " + gb(experts_hot) + " hot resident, " + gb(experts_cold) + " cold";
   s += "; KV/state " + gb(kv) + " for " + std::to_string(req.max_num_seqs) + " x " + std::to_string(max_model_len) +
        " tokens" +
        (len_lowered ? cat(" (context lowered to fit",

@@ -19,7 +19,7 @@ namespace qinfer::model {
 struct WeightCensus {
   double experts = 0;            // routed experts (GPTQ: the repacked size; dense: as stored)
   int64_t expert_count = 0;      // layers x experts (the unit a hot set is made of)
-  bool experts_gptq = false;     // repacked on the heap at load: they cannot stay file-backed
+  bool experts_gptq = false;     // GPTQ int4: repacked (at load, or into the hot pool and per call when file-backed)
   double dense = 0;              // dense matrices --dense int8 re-encodes, as stored
   double dense_int8 = 0;         // the same as int8 codes + fp32 row scales
   double small = 0;              // routers, tiny gates (kept as stored), norms and conv (fp32)
@@ -68,6 +68,7 @@ struct MemoryPlan {
   double draft_head = 0;         // of `copied`: the MTP drafts' int8 lm_head copy (made on first use)
   double mapped = 0;             // read through the mapping every token: must stay in the page cache
   bool experts_file_backed = false;
+  bool experts_gptq = false;     // file-backed GPTQ: hot ones repacked into the pool, cold ones per call
   double experts_hot = 0;        // file-backed: bytes of experts kept resident (copied), by routing frequency
   double experts_cold = 0;       // file-backed: bytes left to the page cache and the disk
   int64_t max_model_len = 0;     // the length the KV is planned for

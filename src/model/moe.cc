@@ -71,62 +71,94 @@ void moe_forward(const TextConfig& tc, const MoeWeights& w, const float* U, int6
     for (int64_t e = 0; e < E; ++e)
       if (offset[e + 1] > offset[e]) observer->gate_up_input(e, xg + offset[e] * H, offset[e + 1] - offset[e]);
 
-  // Gate/up products of all experts (and the shared expert) in one pass.
+  // The experts run in windows [win[i], win[i + 1]), each window's products in one pass
+  // (the shared expert's in the first). One window, unless file-backed GPTQ experts
+  // that are not hot must be repacked for the call: then at most cold_per_pass of them
+  // a window, so a long prefill (most experts of the layer routed) holds a bounded
+  // repack scratch rather than all of them at once.
+  const size_t cold_per_pass = static_cast<size_t>(std::max(8, 4 * ThreadPool::global().size()));
+  std::vector<int64_t> win = {0};
+  std::vector<std::vector<int64_t>> cold_ids(1);
+  for (int64_t e = 0; w.gptq_source && e < E; ++e) {
+    if (offset[e + 1] == offset[e] || !w.experts[e].down.empty()) continue;
+    if (cold_ids.back().size() == cold_per_pass) {
+      win.push_back(e);
+      cold_ids.emplace_back();
+    }
+    cold_ids.back().push_back(e);
+  }
+  win.push_back(E);
+
   float* gu = ar.alloc<float>(R * 2 * I);
   float* sgu = ar.alloc<float>(N * 2 * Is);
   float* sgate = ar.alloc<float>(N);
-  std::vector<Product> first;
-  for (int64_t e = 0; e < E; ++e) {
-    const int64_t n = offset[e + 1] - offset[e];
-    if (n == 0) continue;
-    const Expert& x = w.experts[e];
-    const float* X = xg + offset[e] * H;
-    float* Y = gu + offset[e] * 2 * I;
-    if (x.fused()) {
-      first.push_back({&x.gate_up, X, n, Y});
-    } else {  // gate rows then up rows of this expert's block
-      first.push_back({&x.gate, X, n, Y});
-      first.push_back({&x.up, X, n, Y + n * I});
-    }
-  }
-  first.push_back({&w.shared_gate, U, N, sgu});
-  first.push_back({&w.shared_up, U, N, sgu + N * Is});
-  first.push_back({&w.shared_expert_gate, U, N, sgate});
-  apply_all(first);
-
-  // SwiGLU. Fused experts give [n][gate | up] rows, split ones [gate block][up block].
   float* hid = ar.alloc<float>(R * I);
   float* shid = ar.alloc<float>(N * Is);
-  parallel_for(E, R >= 64 ? 1 : E, [&](int64_t e0, int64_t e1, int) {   // inline for a few tokens
-    for (int64_t e = e0; e < e1; ++e) {
+  float* yd = ar.alloc<float>(R * H);
+  for (size_t wi = 0; wi + 1 < win.size(); ++wi) {
+    const int64_t e_begin = win[wi], e_end = win[wi + 1];
+    const bool shared = wi == 0;
+    prof.emplace(Part::kExperts);
+    // File-backed GPTQ experts that are not hot: repacked from the mapping for this window.
+    const std::vector<Expert> cold = repack_cold(w, cold_ids[wi]);
+    auto expert = [&](int64_t e) -> const Expert& {
+      return cold.empty() || cold[static_cast<size_t>(e)].down.empty() ? w.experts[e] : cold[static_cast<size_t>(e)];
+    };
+
+    // Gate/up products of the window's experts (and the shared expert) in one pass.
+    std::vector<Product> first;
+    for (int64_t e = e_begin; e < e_end; ++e) {
       const int64_t n = offset[e + 1] - offset[e];
-      const float* Y = gu + offset[e] * 2 * I;
-      float* h = hid + offset[e] * I;
-      const bool fused = w.experts[e].fused();
-      for (int64_t r = 0; r < n; ++r) {
-        const float* gp = fused ? Y + r * 2 * I : Y + r * I;
-        const float* up = fused ? gp + I : Y + n * I + r * I;
-        ops::swiglu(gp, up, I, h + r * I);
+      if (n == 0) continue;
+      const Expert& x = expert(e);
+      const float* X = xg + offset[e] * H;
+      float* Y = gu + offset[e] * 2 * I;
+      if (x.fused()) {
+        first.push_back({&x.gate_up, X, n, Y});
+      } else {  // gate rows then up rows of this expert's block
+        first.push_back({&x.gate, X, n, Y});
+        first.push_back({&x.up, X, n, Y + n * I});
       }
     }
-  });
-  ops::swiglu(sgu, sgu + N * Is, N * Is, shid);
+    if (shared) {
+      first.push_back({&w.shared_gate, U, N, sgu});
+      first.push_back({&w.shared_up, U, N, sgu + N * Is});
+      first.push_back({&w.shared_expert_gate, U, N, sgate});
+    }
+    apply_all(first);
 
-  if (observer)
-    for (int64_t e = 0; e < E; ++e)
-      if (offset[e + 1] > offset[e]) observer->down_input(e, hid + offset[e] * I, offset[e + 1] - offset[e]);
+    // SwiGLU. Fused experts give [n][gate | up] rows, split ones [gate block][up block].
+    const int64_t We = e_end - e_begin;
+    parallel_for(We, R >= 64 ? 1 : We, [&](int64_t e0, int64_t e1, int) {   // inline for a few tokens
+      for (int64_t e = e_begin + e0; e < e_begin + e1; ++e) {
+        const int64_t n = offset[e + 1] - offset[e];
+        const float* Y = gu + offset[e] * 2 * I;
+        float* h = hid + offset[e] * I;
+        const bool fused = expert(e).fused();
+        for (int64_t r = 0; r < n; ++r) {
+          const float* gp = fused ? Y + r * 2 * I : Y + r * I;
+          const float* up = fused ? gp + I : Y + n * I + r * I;
+          ops::swiglu(gp, up, I, h + r * I);
+        }
+      }
+    });
+    if (shared) ops::swiglu(sgu, sgu + N * Is, N * Is, shid);
 
-  // Down products.
-  prof.emplace(Part::kExpertsDown);
-  float* yd = ar.alloc<float>(R * H);
-  std::vector<Product> second;
-  for (int64_t e = 0; e < E; ++e) {
-    const int64_t n = offset[e + 1] - offset[e];
-    if (n == 0) continue;
-    second.push_back({&w.experts[e].down, hid + offset[e] * I, n, yd + offset[e] * H});
+    if (observer)
+      for (int64_t e = e_begin; e < e_end; ++e)
+        if (offset[e + 1] > offset[e]) observer->down_input(e, hid + offset[e] * I, offset[e + 1] - offset[e]);
+
+    // Down products.
+    prof.emplace(Part::kExpertsDown);
+    std::vector<Product> second;
+    for (int64_t e = e_begin; e < e_end; ++e) {
+      const int64_t n = offset[e + 1] - offset[e];
+      if (n == 0) continue;
+      second.push_back({&expert(e).down, hid + offset[e] * I, n, yd + offset[e] * H});
+    }
+    if (shared) second.push_back({&w.shared_down, shid, N, out});
+    apply_all(second);
   }
-  second.push_back({&w.shared_down, shid, N, out});
-  apply_all(second);
 
   prof.emplace(Part::kCombine);
   // out = Σ_k w_k y_k (top-k order) + sigmoid(gate) * shared.

@@ -2,10 +2,9 @@
 
 #include <cmath>
 #include <cstring>
-#include <exception>
-#include <mutex>
 
 #include "io/dtype.h"
+#include "model/gptq_experts.h"
 #include "ops/norms_activations_rope.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -26,44 +25,23 @@ std::vector<float> zc_norm(const WeightReader& r, const std::string& name, int64
 std::vector<Expert> load_split_experts(const WeightReader& r, const std::string& p, int64_t E, int64_t I,
                                        int64_t H) {
   std::vector<Expert> experts(E);
-  std::mutex mu;
-  std::exception_ptr err;
-  parallel_for(E, 1, [&](int64_t b, int64_t e_end, int) {
-    for (int64_t e = b; e < e_end; ++e) {
-      try {
-        const std::string m = p + std::to_string(e) + ".";
-        Expert& x = experts[e];
-        const Checkpoint& ck = r.checkpoint();
-        const bool gq = ck.has(m + "gate_proj.qweight"), uq = ck.has(m + "up_proj.qweight");
-        if (gq && uq && !ck.has(m + "gate_proj.weight") && !ck.has(m + "up_proj.weight")) {
-          GptqLinear g = r.gptq(m + "gate_proj", I, H), u = r.gptq(m + "up_proj", I, H);
-          if (same_gptq_layout(g, u)) {   // one fused product
-            x.gate_up.rows = 2 * I;
-            x.gate_up.cols = H;
-            x.gate_up.gptq = pack_gptq(g, &u, m + "gate_proj/up_proj");
-          } else {                        // e.g. desc_act: each has its own g_idx
-            x.gate.rows = x.up.rows = I;
-            x.gate.cols = x.up.cols = H;
-            x.gate.gptq = pack_gptq(g, nullptr, m + "gate_proj");
-            x.up.gptq = pack_gptq(u, nullptr, m + "up_proj");
-          }
-        } else {
-          x.gate = r.linear(m + "gate_proj", I, H);
-          x.up = r.linear(m + "up_proj", I, H);
-        }
-        x.down = r.linear(m + "down_proj", H, I);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (!err) err = std::current_exception();
-        return;
-      }
+  parallel_each(E, [&](int64_t e) {
+    const std::string m = p + std::to_string(e) + ".";
+    Expert& x = experts[e];
+    if (gptq_split_expert(r.checkpoint(), m)) {
+      x = pack_gptq_expert(r, m, I, H);
+      return;
     }
+    x.gate = r.linear(m + "gate_proj", I, H);
+    x.up = r.linear(m + "up_proj", I, H);
+    x.down = r.linear(m + "down_proj", H, I);
   });
-  if (err) std::rethrow_exception(err);
   return experts;
 }
 
-MoeWeights load_moe(const WeightReader& r, const TextConfig& tc, const std::string& p) {
+// gptq_file_backed: GPTQ per-expert tensors stay in the mapping (model/gptq_experts.h),
+// repacked on use; m.experts stay empty until ExpertCache makes one hot.
+MoeWeights load_moe(const WeightReader& r, const TextConfig& tc, const std::string& p, bool gptq_file_backed) {
   const int64_t H = tc.hidden_size, E = tc.num_experts, I = tc.moe_intermediate_size;
   const int64_t Is = tc.shared_expert_intermediate_size;
   const Checkpoint& ck = r.checkpoint();
@@ -84,6 +62,9 @@ MoeWeights load_moe(const WeightReader& r, const TextConfig& tc, const std::stri
       m.experts[e].gate_up = r.dense_slice(gu, e * 2 * I * H, 2 * I, H);
       m.experts[e].down = r.dense_slice(d, e * H * I, H, I);
     }
+  } else if (split && gptq_file_backed && gptq_split_expert(ck, e0)) {
+    m.experts.resize(E);
+    m.gptq_source = std::make_unique<GptqExpertSource>(ck, r.quant(), p + "experts.", E, I, H);
   } else if (split) {
     m.experts = load_split_experts(r, p + "experts.", E, I, H);
   } else {
@@ -131,14 +112,15 @@ AttentionWeights load_attention(const WeightReader& r, const TextConfig& tc, con
   return a;
 }
 
-LayerWeights load_layer(const WeightReader& r, const TextConfig& tc, const std::string& p, LayerType type) {
+LayerWeights load_layer(const WeightReader& r, const TextConfig& tc, const std::string& p, LayerType type,
+                        bool gptq_file_backed = false) {
   LayerWeights l;
   l.type = type;
   l.input_norm = zc_norm(r, p + "input_layernorm.weight", tc.hidden_size);
   l.post_norm = zc_norm(r, p + "post_attention_layernorm.weight", tc.hidden_size);
   if (type == LayerType::kLinearAttention) l.delta = load_delta(r, tc, p + "linear_attn.");
   else l.attn = load_attention(r, tc, p + "self_attn.");
-  l.moe = load_moe(r, tc, p + "mlp.");
+  l.moe = load_moe(r, tc, p + "mlp.", gptq_file_backed);
   return l;
 }
 
@@ -196,7 +178,7 @@ std::unique_ptr<ModelWeights> load_weights(const ModelConfig& cfg, std::unique_p
   int n_full = 0, n_lin = 0;
   for (int i = 0; i < tc.num_hidden_layers; ++i) {
     const LayerType t = tc.layer_types.at(i);
-    w->layers.push_back(load_layer(r, tc, w->prefix + "layers." + std::to_string(i) + ".", t));
+    w->layers.push_back(load_layer(r, tc, w->prefix + "layers." + std::to_string(i) + ".", t, experts_mapped));
     w->layers.back().cache_index = t == LayerType::kFullAttention ? n_full++ : n_lin++;
     if (w->resident) make_layer_resident(w->layers.back(), *w->resident, experts_mapped);
     progress.update(i + 1);

@@ -10,6 +10,7 @@
 #include "io/config.h"
 #include "model/linear.h"
 #include "model/expert_cache.h"
+#include "model/gptq_experts.h"
 #include "model/resident.h"
 
 namespace qinfer::model {
@@ -32,6 +33,9 @@ struct MoeWeights {
   std::vector<Expert> experts;
   Linear shared_gate, shared_up, shared_down, shared_expert_gate;
   std::unique_ptr<ExpertRouting> routing;   // set when the experts are file-backed
+  // Set when GPTQ experts are file-backed: their raw tensors; `experts` then holds
+  // packed products only for the hot ones (model/gptq_experts.h).
+  std::unique_ptr<GptqExpertSource> gptq_source;
 };
 
 struct DeltaNetWeights {
@@ -78,8 +82,9 @@ struct ModelWeights {
 };
 
 // Binds and checks every tensor; progress on stderr. resident_dense: copies into
-// huge pages layer by layer (model/resident.h); experts_mapped: dense routed
-// experts stay views into the checkpoint mapping (file-backed).
+// huge pages layer by layer (model/resident.h); experts_mapped: routed experts stay
+// file-backed (dense: views into the checkpoint mapping; GPTQ: raw tensors in the
+// mapping, repacked on use, model/gptq_experts.h).
 std::unique_ptr<ModelWeights> load_weights(const ModelConfig& cfg, std::unique_ptr<Checkpoint> ck,
                                            bool dense_int8, bool load_mtp, bool resident_dense = true,
                                            bool experts_mapped = false);

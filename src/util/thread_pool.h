@@ -9,6 +9,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -53,6 +54,26 @@ class ThreadPool {
 inline void parallel_for(int64_t n, int64_t grain,
                          const std::function<void(int64_t, int64_t, int)>& fn) {
   ThreadPool::global().parallel_for(n, grain, fn);
+}
+
+// fn(i) for each i in [0, n), one item per chunk (for items of real work: an expert's
+// load or repack); fn may throw: the first exception is rethrown here once all stop.
+template <typename Fn>
+void parallel_each(int64_t n, Fn&& fn) {
+  std::mutex mu;
+  std::exception_ptr err;
+  parallel_for(n, 1, [&](int64_t b, int64_t end, int) {
+    for (int64_t i = b; i < end; ++i) {
+      try {
+        fn(i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!err) err = std::current_exception();
+        return;
+      }
+    }
+  });
+  if (err) std::rethrow_exception(err);
 }
 
 }  // namespace qinfer

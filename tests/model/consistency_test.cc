@@ -146,7 +146,7 @@ TEST_P(Consistency, ResetAndClone) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Consistency, ::testing::Values(s1_bf16(), s1_gptq()),
                          [](const ::testing::TestParamInfo<std::string>& info) {
-                           return info.param.find("gptq") != std::string::npos ? std::string("gptq")
+                           return short_name(info.param).find("gptq") != std::string::npos ? std::string("gptq")
                                                                                : std::string("bf16");
                          });
 

@@ -53,6 +53,13 @@ PlanRequest req(double budget_gb, int64_t max_model_len = 0) {
   return r;
 }
 
+// The same with the experts resident (auto would make GPTQ experts file-backed when short).
+PlanRequest req_resident(double budget_gb, int64_t max_model_len = 0) {
+  PlanRequest r = req(budget_gb, max_model_len);
+  r.experts = ExpertsPlacement::kResident;
+  return r;
+}
+
 TEST(MemoryPlan, EverythingResidentWhenItFits) {
   PlanRequest r = req(64, 8192);
   const MemoryPlan p = plan_memory(gptq_model(), state(), r);
@@ -102,14 +109,14 @@ TEST(MemoryPlan, ContextNotGivenIsLoweredToFit) {
 }
 
 TEST(MemoryPlan, ContextNotGivenAndNothingFitsReportsTheLeastNeed) {
-  const MemoryPlan p = plan_memory(gptq_model(), state(), req(19));
+  const MemoryPlan p = plan_memory(gptq_model(), state(), req_resident(19));
   ASSERT_FALSE(p.fits);
   EXPECT_EQ(p.max_model_len, kMinPlannedLen);
   EXPECT_NE(p.refusal.find("1 x 2048 tokens"), std::string::npos) << p.refusal;
 }
 
 TEST(MemoryPlan, GivenContextIsRefusedNamingTheFlags) {
-  PlanRequest r = req(24, 262144);
+  PlanRequest r = req_resident(24, 262144);
   const MemoryPlan p = plan_memory(gptq_model(), state(), r);
   ASSERT_FALSE(p.fits);
   EXPECT_NE(p.refusal.find("--max-model-len "), std::string::npos) << p.refusal;
@@ -123,7 +130,7 @@ TEST(MemoryPlan, GivenContextIsRefusedNamingTheFlags) {
 }
 
 TEST(MemoryPlan, Bf16DenseThatDoesNotFitSuggestsInt8) {
-  PlanRequest tight = req(21.3, 4096);
+  PlanRequest tight = req_resident(21.3, 4096);
   const MemoryPlan q = plan_memory(gptq_model(), state(), tight);
   ASSERT_FALSE(q.fits);
   EXPECT_NE(q.refusal.find("--dense int8"), std::string::npos) << q.refusal;
@@ -131,7 +138,7 @@ TEST(MemoryPlan, Bf16DenseThatDoesNotFitSuggestsInt8) {
 }
 
 TEST(MemoryPlan, FewerSequences) {
-  PlanRequest r = req(30, 32768);
+  PlanRequest r = req_resident(30, 32768);
   r.max_num_seqs = 32;   // 32 x 1.3 GB of KV
   const MemoryPlan p = plan_memory(gptq_model(), state(), r);
   ASSERT_FALSE(p.fits);
@@ -163,13 +170,29 @@ TEST(MemoryPlan, DenseExpertsGoFileBackedWithAHotBudget) {
   EXPECT_EQ(q.refusal.find("--dense int8"), std::string::npos) << q.refusal;
 }
 
-TEST(MemoryPlan, GptqExpertsCannotBeFileBacked) {
-  PlanRequest r = req(8, 4096);
+TEST(MemoryPlan, GptqExpertsGoFileBackedWithAHotBudget) {
+  // 12 GB: the 17 GB of repacked experts do not fit; auto keeps a hot pool of the rest.
+  PlanRequest r = req(12, 4096);
   const MemoryPlan p = plan_memory(gptq_model(), state(), r);
-  EXPECT_FALSE(p.fits);
-  EXPECT_FALSE(p.experts_file_backed);
+  ASSERT_TRUE(p.fits) << p.refusal;
+  ASSERT_TRUE(p.experts_file_backed);
+  EXPECT_TRUE(p.experts_gptq);
+  const double rest = (3.0 + 0.05 + 1.0) * GB + p.kv + kRuntimeReserve;
+  EXPECT_DOUBLE_EQ(p.experts_hot, 12 * GB - rest);
+  EXPECT_DOUBLE_EQ(p.experts_hot + p.experts_cold, 17 * GB);
+  EXPECT_DOUBLE_EQ(p.copied, (3.0 + 0.05 + 1.0) * GB + p.experts_hot);   // the hot pool counts as copied
+  EXPECT_NE(p.line().find("experts file-backed (GPTQ"), std::string::npos) << p.line();
+  // Asked for: the same plan.
   r.experts = ExpertsPlacement::kFileBacked;
-  EXPECT_THROW(plan_memory(gptq_model(), state(), r), Error);
+  EXPECT_DOUBLE_EQ(plan_memory(gptq_model(), state(), r).experts_hot, p.experts_hot);
+  // Resident only: refused, naming --experts auto.
+  r.experts = ExpertsPlacement::kResident;
+  const MemoryPlan q = plan_memory(gptq_model(), state(), r);
+  EXPECT_FALSE(q.fits);
+  EXPECT_NE(q.refusal.find("--experts auto"), std::string::npos) << q.refusal;
+  // Not even the rest fits: refused.
+  const MemoryPlan z = plan_memory(gptq_model(), state(), req(3, 4096));
+  EXPECT_FALSE(z.fits);
 }
 
 TEST(MemoryPlan, CensusOfAFixtureMatchesItsTensors) {
@@ -219,6 +242,7 @@ TEST(MemoryPlan, MtpInt8DraftHeadIsCounted) {
   // A budget between the two needs: refused only with the copy, and the refusal names it.
   o.load_mtp = true;
   o.draft_vocab = 0;
+  o.experts = ExpertsPlacement::kResident;
   o.memory_budget = (plain.need + full.need) / 2;
   EXPECT_TRUE(plan_for_options(*ck, cfg, o).fits == false);
   EXPECT_NE(plan_for_options(*ck, cfg, o).refusal.find("the MTP drafts' int8 lm_head"), std::string::npos);
