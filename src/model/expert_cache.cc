@@ -1,7 +1,6 @@
 #include "model/expert_cache.h"
 
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -15,18 +14,6 @@
 namespace qinfer::model {
 
 namespace {
-
-size_t page_size() {
-  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  return page;
-}
-
-// madvise over the whole pages touching [p, p + n) (advice only: errors ignored).
-void advise(const void* p, size_t n, int advice) {
-  const uintptr_t a = reinterpret_cast<uintptr_t>(p) / page_size() * page_size();
-  const uintptr_t b = reinterpret_cast<uintptr_t>(p) + n;
-  if (b > a) madvise(reinterpret_cast<void*>(a), b - a, advice);
-}
 
 size_t mat_bytes(const Linear& l) { return static_cast<size_t>(l.dense.bytes()); }
 
@@ -71,7 +58,7 @@ ExpertCache::ExpertCache(std::vector<LayerWeights>& layers, double hot_bytes) : 
           fail("file-backed experts: layer ", li, " expert ", e, " is not a dense view into the checkpoint");
         x.mapped.push_back(l->dense.data);
         bytes += mat_bytes(*l);
-        advise(l->dense.data, mat_bytes(*l), MADV_RANDOM);
+        advise_pages(l->dense.data, mat_bytes(*l), MADV_RANDOM);
       }
       expert_bytes_ = std::max(expert_bytes_, bytes);
       entries_.push_back(std::move(x));
@@ -114,7 +101,7 @@ void ExpertCache::note_routing(const MoeWeights& w, const int* sel, int64_t n) {
       continue;
     }
     for (const Linear* l : {&w.experts[e].gate_up, &w.experts[e].gate, &w.experts[e].up, &w.experts[e].down})
-      if (!l->empty()) advise(l->dense.data, mat_bytes(*l), MADV_WILLNEED);
+      if (!l->empty()) advise_pages(l->dense.data, mat_bytes(*l), MADV_WILLNEED);
   }
 }
 

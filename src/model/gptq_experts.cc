@@ -1,7 +1,6 @@
 #include "model/gptq_experts.h"
 
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include "model/weights.h"
 #include "util/error.h"
@@ -13,21 +12,6 @@ namespace {
 
 const char* const kModules[] = {"gate_proj", "up_proj", "down_proj"};
 const char* const kLeaves[] = {".qweight", ".qzeros", ".scales", ".g_idx"};
-
-// madvise over the whole pages touching [p, p + n) (advice only: errors ignored).
-void advise(const void* p, size_t n, int advice) {
-  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  const uintptr_t a = reinterpret_cast<uintptr_t>(p) / page * page;
-  const uintptr_t b = reinterpret_cast<uintptr_t>(p) + n;
-  if (b > a) madvise(reinterpret_cast<void*>(a), b - a, advice);
-}
-
-std::vector<Linear*> gptq_mats(Expert& x) {
-  std::vector<Linear*> out;
-  for (Linear* l : {&x.gate_up, &x.gate, &x.up, &x.down})
-    if (l->gptq) out.push_back(l);
-  return out;
-}
 
 }  // namespace
 
@@ -72,7 +56,7 @@ GptqExpertSource::GptqExpertSource(const Checkpoint& ck, const QuantConfig& quan
           fail(ck.dir(), ": tensor ", m, mod, leaf, t ? " (" + t->shape_str() + ")" : std::string(" (missing)"),
                " does not match ", m0, mod, leaf, t0 ? " (" + t0->shape_str() + ")" : std::string(" (missing)"));
         raw_[static_cast<size_t>(e)].emplace_back(t->data, static_cast<size_t>(t->nbytes));
-        advise(t->data, static_cast<size_t>(t->nbytes), MADV_RANDOM);
+        advise_pages(t->data, static_cast<size_t>(t->nbytes), MADV_RANDOM);
       }
   }
   if (E > 0) packed_bytes_ = gptq_expert_storage(pack(0));
@@ -84,7 +68,7 @@ Expert GptqExpertSource::pack(int64_t e) const {
 }
 
 void GptqExpertSource::will_need(int64_t e) const {
-  for (const auto& [p, n] : raw_[static_cast<size_t>(e)]) advise(p, n, MADV_WILLNEED);
+  for (const auto& [p, n] : raw_[static_cast<size_t>(e)]) advise_pages(p, n, MADV_WILLNEED);
 }
 
 size_t gptq_expert_storage(const Expert& x) {
@@ -95,7 +79,8 @@ size_t gptq_expert_storage(const Expert& x) {
 }
 
 void move_expert_storage(Expert& x, unsigned char* dst) {
-  for (Linear* l : gptq_mats(x)) {
+  for (Linear* l : {&x.gate_up, &x.gate, &x.up, &x.down}) {
+    if (!l->gptq) continue;
     const size_t n = static_cast<size_t>(l->gptq->storage_bytes());
     l->gptq->move_storage(dst);
     dst += n;

@@ -57,6 +57,12 @@ void drop_pages(const void* p, size_t n) {
   if (b > a) madvise(reinterpret_cast<void*>(a), b - a, MADV_DONTNEED);
 }
 
+void advise_pages(const void* p, size_t n, int advice) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p) / page_size() * page_size();
+  const uintptr_t b = reinterpret_cast<uintptr_t>(p) + n;
+  if (b > a) madvise(reinterpret_cast<void*>(a), b - a, advice);
+}
+
 ResidentBlock::ResidentBlock(size_t bytes) : size_(round_up(bytes == 0 ? 1 : bytes, kHuge)) {
   void* p = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) fail("cannot reserve ", size_, " bytes of address space for the weights: ", std::strerror(errno));

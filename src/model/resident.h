@@ -68,5 +68,8 @@ void make_rest_resident(ModelWeights& w, ResidentArena& arena);
 // from this process's resident set (they stay in the page cache and fault back
 // in if read again). Used for tensors already copied or repacked.
 void drop_pages(const void* p, size_t n);
+// madvise(advice) over the whole pages touching [p, p + n) of the mapping (advice
+// only: errors ignored), e.g. MADV_RANDOM / MADV_WILLNEED for file-backed experts.
+void advise_pages(const void* p, size_t n, int advice);
 
 }  // namespace qinfer::model

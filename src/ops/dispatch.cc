@@ -256,15 +256,6 @@ void bf16_dot_product(const KernelTable& t, const DenseMatrix& W, const float* X
 void bf16_split_product(const KernelTable& t, int parts, const DenseMatrix& W, const float* X, int64_t n, float* Y,
                         double work) {
   const int64_t ld = bf16_ld(W.cols), rows = W.rows;
-  if (parts == 2 && n == 1 && t.bf16_split2_rows) {  // decode: the fused kernel, no partial outputs
-    std::vector<uint16_t> xs(2 * ld, 0);
-    for (int64_t k = 0; k < W.cols; ++k) {
-      const uint16_t h = detail::f32_to_bf16(X[k]);
-      xs[k] = h;
-      xs[ld + k] = detail::f32_to_bf16(X[k] - detail::bf16_to_f32(h));
-    }
-    return for_rows(rows, work, [&](int64_t r0, int64_t r1) { t.bf16_split2_rows(W, xs.data(), Y, r0, r1); });
-  }
   std::vector<uint16_t> xb(parts * n * ld, 0);
   for (int64_t j = 0; j < n; ++j)
     for (int64_t k = 0; k < W.cols; ++k) {
@@ -275,6 +266,8 @@ void bf16_split_product(const KernelTable& t, int parts, const DenseMatrix& W, c
         rest -= detail::bf16_to_f32(h);
       }
     }
+  if (parts == 2 && n == 1 && t.bf16_split2_rows)  // decode: xb is [hi][lo]; the fused kernel, no partial outputs
+    return for_rows(rows, work, [&](int64_t r0, int64_t r1) { t.bf16_split2_rows(W, xb.data(), Y, r0, r1); });
   std::vector<float> yp(parts * n * rows);
   for_rows(rows, work, [&](int64_t r0, int64_t r1) {
     t.bf16_dot_rows(W, xb.data(), parts * n, yp.data(), r0, r1);
