@@ -92,9 +92,9 @@ void report(benchmark::State& st, double bytes, double flops) {
 }
 
 void bm_dense(benchmark::State& st, std::string path, WType t, int64_t rows, int64_t cols, int64_t n, bool bf16_dot,
-              Bf16Kernel k, bool q8_widen) {
+              Bf16Kernel k, Q8Kernel q8) {
   set_kernel_path(path.c_str());
-  set_kernel_options(KernelOptions{bf16_dot, k, q8_widen});
+  set_kernel_options(KernelOptions{bf16_dot, k, q8});
   DenseMatrix w = dense_view(WType::BF16, bf16_weights(rows, cols).data(), rows, cols);
   if (t == WType::Q8) w = dense_to_q8(w);
   auto x = activations(n, cols);
@@ -205,7 +205,7 @@ int register_all() {
   for (const auto& p : paths) {
     auto dense = [&](const char* name, WType t, int64_t rows, int64_t cols, int64_t n, bool bf16_dot = false) {
       benchmark::RegisterBenchmark((std::string(name) + "/" + p).c_str(), bm_dense, p, t, rows, cols, n, bf16_dot,
-                                   Bf16Kernel::kProbe, false)
+                                   Bf16Kernel::kProbe, Q8Kernel::kProbe)
           ->Unit(benchmark::kMillisecond)->UseRealTime();
     };
     auto int4 = [&](const char* name, int64_t rows, int64_t cols, int64_t n, int experts) {
@@ -221,15 +221,17 @@ int register_all() {
     dense("q8_matvec_2048x512_in_cache", WType::Q8, 512, 2048, 1);   // 1 MiB: the kernel's compute rate
     if (fast) dense("q8_matvec_lm_head_2048x248320", WType::Q8, 248320, 2048, 1);
     dense("q8_matmul_2048x8192_n4", WType::Q8, 8192, 2048, 4);
-    // The same with the fp32-widening kernel forced (QINFER_KERNEL_OPTS=q8_widen), where the
-    // path has the integer one (avx512, scalar).
+    // The same with each kernel forced (QINFER_KERNEL_OPTS=q8_int / q8_widen; the probe picks
+    // one per host above), where the path has the integer one (avx512, scalar).
     for (auto [name, rows, cols, n] : {std::tuple<const char*, int64_t, int64_t, int64_t>{"lm_head_2048x248320", 248320, 2048, 1},
                                        {"2048x8192", 8192, 2048, 1}, {"2048x512_in_cache", 512, 2048, 1},
                                        {"2048x8192_n4", 8192, 2048, 4}})
       if (p != "avx2" && (fast || rows < 248320))
-        benchmark::RegisterBenchmark(("q8_" + std::string(n == 1 ? "matvec_" : "matmul_") + name + "/" + p + "/q8_widen").c_str(),
-                                     bm_dense, p, WType::Q8, rows, cols, n, false, Bf16Kernel::kProbe, true)
-            ->Unit(benchmark::kMillisecond)->UseRealTime();
+        for (Q8Kernel k : {Q8Kernel::kInt, Q8Kernel::kWiden})
+          benchmark::RegisterBenchmark(("q8_" + std::string(n == 1 ? "matvec_" : "matmul_") + name + "/" + p + "/q8_" +
+                                        q8_kernel_name(k)).c_str(),
+                                       bm_dense, p, WType::Q8, rows, cols, n, false, Bf16Kernel::kProbe, k)
+              ->Unit(benchmark::kMillisecond)->UseRealTime();
     int4("int4_matvec_expert_512x2048", 512, 2048, 1, 1);
     int4("int4_matvec_8experts_512x2048", 512, 2048, 1, 8);
     int4("int4_matvec_64experts_512x2048", 512, 2048, 1, 64);
@@ -252,7 +254,7 @@ int register_all() {
                                         {"2048x8192", 8192, 2048}, {"8192x2048", 2048, 8192},
                                         {"2048x512_in_cache", 512, 2048}})
           benchmark::RegisterBenchmark(("bf16_matvec_" + std::string(name) + "/" + p + "/" + bf16_kernel_name(k)).c_str(),
-                                       bm_dense, p, WType::BF16, rows, cols, 1, false, k, false)
+                                       bm_dense, p, WType::BF16, rows, cols, 1, false, k, Q8Kernel::kProbe)
               ->Unit(benchmark::kMillisecond)->UseRealTime();
       }
     if (p == "avx512") {  // opt-in bf16_dot variant (less exact, see kernels.h)

@@ -88,10 +88,8 @@ void move_expert_storage(Expert& x, unsigned char* dst) {
 }
 
 std::vector<Expert> repack_cold(const MoeWeights& w, const std::vector<int64_t>& ids) {
-  if (ids.empty()) return {};
-  std::vector<Expert> cold(w.experts.size());
-  parallel_each(static_cast<int64_t>(ids.size()),
-                [&](int64_t i) { cold[static_cast<size_t>(ids[i])] = w.gptq_source->pack(ids[i]); });
+  std::vector<Expert> cold(ids.size());
+  parallel_each(static_cast<int64_t>(ids.size()), [&](int64_t i) { cold[static_cast<size_t>(i)] = w.gptq_source->pack(ids[i]); });
   return cold;
 }
 

@@ -53,9 +53,8 @@ size_t gptq_expert_storage(const Expert& x);
 // Moves a packed expert's codes, scales and zeros to dst (gptq_expert_storage bytes).
 void move_expert_storage(Expert& x, unsigned char* dst);
 
-// Experts `ids` of `w` (routed, not hot) repacked from w.gptq_source in parallel, for
-// one pass of products; indexed by expert id, empty (down.empty()) for the others, and
-// empty altogether when ids is.
+// Experts `ids` of `w` (routed, not hot; ascending) repacked from w.gptq_source in
+// parallel, for one pass of products: element i is expert ids[i].
 std::vector<Expert> repack_cold(const MoeWeights& w, const std::vector<int64_t>& ids);
 
 }  // namespace qinfer::model

@@ -100,9 +100,11 @@ void moe_forward(const TextConfig& tc, const MoeWeights& w, const float* U, int6
     const bool shared = wi == 0;
     prof.emplace(Part::kExperts);
     // File-backed GPTQ experts that are not hot: repacked from the mapping for this window.
-    const std::vector<Expert> cold = repack_cold(w, cold_ids[wi]);
+    const std::vector<int64_t>& ids = cold_ids[wi];   // ascending
+    const std::vector<Expert> cold = repack_cold(w, ids);
     auto expert = [&](int64_t e) -> const Expert& {
-      return cold.empty() || cold[static_cast<size_t>(e)].down.empty() ? w.experts[e] : cold[static_cast<size_t>(e)];
+      const auto it = std::lower_bound(ids.begin(), ids.end(), e);
+      return it != ids.end() && *it == e ? cold[static_cast<size_t>(it - ids.begin())] : w.experts[e];
     };
 
     // Gate/up products of the window's experts (and the shared expert) in one pass.

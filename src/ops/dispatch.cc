@@ -52,12 +52,12 @@ std::atomic<const KernelTable*>& table_slot() {
 struct OptionsState {
   std::atomic<bool> bf16_dot{false};
   std::atomic<Bf16Kernel> bf16{Bf16Kernel::kProbe};
-  std::atomic<bool> q8_widen{false};
+  std::atomic<Q8Kernel> q8{Q8Kernel::kProbe};
   OptionsState() {
     const KernelOptions o = parse_kernel_options(std::getenv("QINFER_KERNEL_OPTS"));
     bf16_dot = o.bf16_dot;
     bf16 = o.bf16;
-    q8_widen = o.q8_widen;
+    q8 = o.q8;
   }
 };
 
@@ -426,12 +426,99 @@ int shared_pass_mode(const KernelTable& t, const DenseMatrix& W, int64_t n) {
   return widen_mode(bf16_kernel_on(t, n));
 }
 
-// --dense int8 with few activation rows: integer dot products on the codes
-// (KernelOptions::q8_widen).
+// ---- --dense int8 with few activation rows: integer or widening (Q8Kernel) ----
+
 constexpr int64_t kQ8IntMaxRows = 8;
+
+// An int8 product on either kernel; the integer one quantizes X first.
+void q8_product(const KernelTable& t, Q8Kernel k, const DenseMatrix& W, const float* X, int64_t n, float* Y,
+                double work) {
+  if (k != Q8Kernel::kInt) return for_rows(W.rows, work, [&](int64_t r0, int64_t r1) { t.dense_rows(W, X, n, Y, r0, r1); });
+  std::unique_ptr<unsigned char[]> raw(new unsigned char[detail::q8_input_bytes(W.cols, n) + 64]);
+  unsigned char* mem = raw.get() + (64 - reinterpret_cast<uintptr_t>(raw.get()) % 64) % 64;
+  const detail::Q8Input q = detail::quantize_q8_input(X, n, W.cols, mem);
+  for_rows(W.rows, work, [&](int64_t r0, int64_t r1) { t.q8_int_rows(W, q, Y, r0, r1); });
+}
+
+// Per path: the probe's choice for one activation row and for 2..7.
+struct Q8Choice {
+  std::atomic<Q8Kernel> one{Q8Kernel::kProbe}, few{Q8Kernel::kProbe};
+};
+Q8Choice& q8_choice(const KernelTable& t) {
+  static Q8Choice c[3];
+  return c[&t == &detail::scalar_kernels() ? 0 : &t == &detail::avx2_kernels() ? 1 : 2];
+}
+
+// Times both kernels on a 64 MiB int8 matrix of 2048-wide rows (past the
+// caches, in transparent huge pages like the resident weights; the scalar path
+// a 2 MiB one) with n = 1 or n = 4 activation rows, best of 4 alternating
+// rounds after a warm-up, and keeps the faster: ~0.05 s.
+Q8Kernel q8_probe(const KernelTable& t, bool one) {
+  const bool scalar = &t == &detail::scalar_kernels();
+  const int64_t rows = scalar ? 1024 : 32768, cols = 2048, n = one ? 1 : 4;
+  constexpr size_t kHuge = size_t{2} << 20;
+  const size_t wbytes = (static_cast<size_t>(rows * cols) + kHuge - 1) / kHuge * kHuge;
+  std::unique_ptr<int8_t, decltype(&std::free)> wbuf(static_cast<int8_t*>(std::aligned_alloc(kHuge, wbytes)),
+                                                     &std::free);
+  if (!wbuf) fail("int8 kernel probe: out of memory for ", wbytes, " bytes");
+  madvise(wbuf.get(), wbytes, MADV_HUGEPAGE);  // advice only
+  int8_t* w = wbuf.get();
+  for_rows(rows, static_cast<double>(cols), [&](int64_t r0, int64_t r1) {
+    for (int64_t i = r0 * cols; i < r1 * cols; ++i)
+      w[i] = static_cast<int8_t>(static_cast<int>((static_cast<uint64_t>(i) * 40503u) >> 5 & 0xff) - 128);
+  });
+  DenseMatrix W;
+  W.type = WType::Q8;
+  W.rows = rows;
+  W.cols = cols;
+  W.data = w;
+  W.row_scale.assign(rows, 1.0f / 127);
+  std::vector<float> x(n * cols), y(n * rows);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) - 3.0f;
+  const Q8Kernel cand[2] = {Q8Kernel::kInt, Q8Kernel::kWiden};
+  double best[2] = {1e30, 1e30};
+  for (int round = 0; round < 5; ++round)
+    for (int c = 0; c < 2; ++c) {
+      const auto t0 = std::chrono::steady_clock::now();
+      q8_product(t, cand[c], W, x.data(), n, y.data(), dense_work(W, n));
+      if (round > 0)  // round 0 warms up (page faults, thread wake-up)
+        best[c] = std::min(best[c], std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  const int pick = best[1] < best[0] ? 1 : 0;
+  const double gb = static_cast<double>(rows * cols) / 1e9;
+  char buf[160];
+  std::snprintf(buf, sizeof buf, " (probe, best of 4: int %.3f ms (%.1f GB/s), widen %.3f ms (%.1f GB/s))",
+                best[0] * 1e3, gb / best[0], best[1] * 1e3, gb / best[1]);
+  log_info("kernels ", t.name, ": int8 dense ", one ? "decode (1 row)" : "products of 2-7 rows", " use ",
+           q8_kernel_name(cand[pick]), buf, "; QINFER_KERNEL_OPTS=q8_int or q8_widen forces one");
+  return cand[pick];
+}
+
+Q8Kernel q8_kernel_on(const KernelTable& t, int64_t n) {
+  if (n >= kQ8IntMaxRows) return Q8Kernel::kWiden;
+  const Q8Kernel forced = options_state().q8.load(std::memory_order_relaxed);
+  if (forced == Q8Kernel::kInt && !t.q8_int_rows)
+    fail("kernel option q8_int is not available on kernel path ", t.name, " (it needs a byte dot product: avx512's "
+         "VNNI, or the scalar twin)");
+  if (forced != Q8Kernel::kProbe) return forced;
+  if (!t.q8_int_rows) return Q8Kernel::kWiden;
+  std::atomic<Q8Kernel>& slot = n == 1 ? q8_choice(t).one : q8_choice(t).few;
+  Q8Kernel k = slot.load(std::memory_order_acquire);
+  if (k == Q8Kernel::kProbe) {
+    static std::mutex probing;
+    std::lock_guard<std::mutex> lock(probing);
+    k = slot.load(std::memory_order_acquire);
+    if (k == Q8Kernel::kProbe) {
+      k = q8_probe(t, n == 1);
+      slot.store(k, std::memory_order_release);
+    }
+  }
+  return k;
+}
+
 bool q8_int_on(const KernelTable& t, const DenseMatrix& W, int64_t n) {
-  return t.q8_int_rows && W.type == WType::Q8 && n < kQ8IntMaxRows && W.cols <= detail::kQ8IntMaxCols &&
-         !options_state().q8_widen.load(std::memory_order_relaxed);
+  return W.type == WType::Q8 && n < kQ8IntMaxRows && q8_kernel_on(t, n) == Q8Kernel::kInt &&
+         W.cols <= detail::kQ8IntMaxCols;
 }
 
 }  // namespace
@@ -452,11 +539,12 @@ KernelOptions parse_kernel_options(const char* spec) {
     else if (tok == "bf16_widen_tiled") o.bf16 = Bf16Kernel::kWidenTiled;
     else if (tok == "bf16_split") o.bf16 = Bf16Kernel::kSplit;
     else if (tok == "bf16_split3") o.bf16 = Bf16Kernel::kSplit3;
-    else if (tok == "q8_widen") o.q8_widen = true;
+    else if (tok == "q8_widen") o.q8 = Q8Kernel::kWiden;
+    else if (tok == "q8_int") o.q8 = Q8Kernel::kInt;
     else if (!tok.empty())
       fail("QINFER_KERNEL_OPTS: unknown option '", tok,
            "' (known: bf16_dot, bf16_widen, bf16_widen_t0, bf16_widen_nopf, bf16_widen_tiled, bf16_widen256, "
-           "bf16_split3, bf16_split, q8_widen)");
+           "bf16_split3, bf16_split, q8_int, q8_widen)");
     pos = end + 1;
   }
   return o;
@@ -476,7 +564,18 @@ const char* bf16_kernel_name(Bf16Kernel k) {
   return "?";
 }
 
+const char* q8_kernel_name(Q8Kernel k) {
+  switch (k) {
+    case Q8Kernel::kProbe: return "probe";
+    case Q8Kernel::kInt: return "int";
+    case Q8Kernel::kWiden: return "widen";
+  }
+  return "?";
+}
+
 Bf16Kernel bf16_kernel_for(int64_t n) { return bf16_kernel_on(table(), n); }
+
+Q8Kernel q8_kernel_for(int64_t n) { return q8_kernel_on(table(), n); }
 
 std::vector<Bf16Kernel> bf16_kernels_available() {
   std::vector<Bf16Kernel> out;
@@ -495,13 +594,7 @@ void matmul(const DenseMatrix& W, const float* X, int64_t n, float* Y) {
   if (W.type == WType::BF16 && t.bf16_dot_rows && bf16_dot_flag().load(std::memory_order_relaxed))
     return bf16_dot_product(t, W, X, n, Y, work);
   if (W.type == WType::BF16) return bf16_exact_product(t, bf16_kernel_on(t, n), W, X, n, Y, work);
-  if (q8_int_on(t, W, n)) {
-    std::unique_ptr<unsigned char[]> raw(new unsigned char[detail::q8_input_bytes(W.cols, n) + 64]);
-    unsigned char* mem = raw.get() + (64 - reinterpret_cast<uintptr_t>(raw.get()) % 64) % 64;
-    const detail::Q8Input q = detail::quantize_q8_input(X, n, W.cols, mem);
-    for_rows(W.rows, work, [&](int64_t r0, int64_t r1) { t.q8_int_rows(W, q, Y, r0, r1); });
-    return;
-  }
+  if (q8_int_on(t, W, n)) return q8_product(t, Q8Kernel::kInt, W, X, n, Y, work);
   for_rows(W.rows, work, [&](int64_t r0, int64_t r1) { t.dense_rows(W, X, n, Y, r0, r1); });
 }
 
@@ -623,14 +716,14 @@ void matmul_batch(const BatchProduct* items, size_t count) {
 void set_kernel_options(const KernelOptions& o) {
   options_state().bf16_dot.store(o.bf16_dot);
   options_state().bf16.store(o.bf16);
-  options_state().q8_widen.store(o.q8_widen);
+  options_state().q8.store(o.q8);
 }
 
 KernelOptions kernel_options() {
   KernelOptions o;
   o.bf16_dot = options_state().bf16_dot.load();
   o.bf16 = options_state().bf16.load();
-  o.q8_widen = options_state().q8_widen.load();
+  o.q8 = options_state().q8.load();
   return o;
 }
 

@@ -105,20 +105,32 @@ void matmul_batch(const BatchProduct* items, size_t count);
 // (bf16_widen, bf16_widen_t0, ..., bf16_split) to force it (an error when the
 // path lacks it).
 enum class Bf16Kernel { kProbe, kWiden, kWiden256, kSplit3, kSplit, kWidenT0, kWidenNoPf, kWidenTiled };
+// --dense int8 products with few activation rows (n < 8: decode, speculative
+// verify, small batches) have two kernels on paths with a byte dot product
+// (avx512's VNNI, and the scalar twin):
+//   int    integer dot products on the codes against 21-bit quantized activations
+//          (ops/matmul_table.h, Q8Input; ~1e-6 relative, far below the int8 codes'
+//          own error; a row's result does not depend on n);
+//   widen  the codes widened to fp32 in registers (dense_rows), as for n >= 8.
+// Which is faster depends on the host and on n (Zen 5: int from memory at n = 1,
+// widen at n = 4), so a start-up probe picks one for n = 1 and one for 2 <= n < 8;
+// QINFER_KERNEL_OPTS=q8_int or q8_widen forces one for every n < 8.
+enum class Q8Kernel { kProbe, kInt, kWiden };
 struct KernelOptions {
   bool bf16_dot = false;
   Bf16Kernel bf16 = Bf16Kernel::kProbe;
-  // --dense int8 decode (n < 8) on paths with a byte dot product (avx512's VNNI, and
-  // the scalar twin) runs integer dot products on the codes against 20-bit quantized
-  // activations (ops/matmul_table.h, Q8Input; ~1e-6 relative, far below the int8
-  // codes' own error); q8_widen forces the fp32-widening kernel instead.
-  bool q8_widen = false;
+  Q8Kernel q8 = Q8Kernel::kProbe;
 };
 // Parses QINFER_KERNEL_OPTS (comma separated; throws naming an unknown token).
 KernelOptions parse_kernel_options(const char* spec);
 void set_kernel_options(const KernelOptions& o);
 KernelOptions kernel_options();
 const char* bf16_kernel_name(Bf16Kernel k);
+const char* q8_kernel_name(Q8Kernel k);
+// The kernel an int8 dense product with n activation rows uses on the current
+// path (kInt or kWiden; runs the probe first where it has not run, nothing is
+// forced and both exist; n >= 8 always widens).
+Q8Kernel q8_kernel_for(int64_t n);
 // The exact BF16 kernel products with n activation rows use on the current
 // path (runs the probe first when it has not run and nothing is forced).
 Bf16Kernel bf16_kernel_for(int64_t n);

@@ -4,7 +4,9 @@
 // activations, the widest rows at the int32 limit, and matmul()'s dispatch to it.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <iostream>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -146,8 +148,26 @@ TEST(Q8Int, WidestRowsAtTheInt32Limit) {
   }
 }
 
-// matmul() takes the integer path for Q8 decode where the table has it (n < 8, rows
-// up to kQ8IntMaxCols), the widening kernel otherwise and under q8_widen.
+// Runs matmul() with the int8 kernel choice forced to k (kProbe: the probe's).
+std::vector<float> matmul_with(Q8Kernel k, const DenseMatrix& W, const std::vector<float>& x, int64_t n) {
+  const KernelOptions saved = kernel_options();
+  KernelOptions o = saved;
+  o.q8 = k;
+  set_kernel_options(o);
+  std::vector<float> y(n * W.rows);
+  try {
+    matmul(W, x.data(), n, y.data());
+  } catch (...) {
+    set_kernel_options(saved);
+    throw;
+  }
+  set_kernel_options(saved);
+  return y;
+}
+
+// matmul() runs the kernel q8_kernel_for(n) names for Q8 products with n < 8 rows (the
+// probe's pick, or the forced one), the widening kernel from 8 rows on, bit for bit
+// as the row kernels themselves; matmul_batch the same.
 TEST(Q8Int, MatmulDispatch) {
   std::mt19937 rng(21);
   for (const std::string& path : testing::available_paths()) {
@@ -158,23 +178,28 @@ TEST(Q8Int, MatmulDispatch) {
       const int64_t rows = 33, cols = 515;
       const DenseMatrix W = random_q8(rows, cols, rng);
       std::vector<float> x = testing::random_floats(rng, n * cols);
-      std::vector<float> y(n * rows), widen(n * rows);
-      matmul(W, x.data(), n, y.data());
+      std::vector<float> widen(n * rows);
       t.dense_rows(W, x.data(), n, widen.data(), 0, rows);
-      const bool integer = t.q8_int_rows && n < 8;
-      if (integer) {
-        const Quantized q = quantize(x, n, cols);
-        EXPECT_TRUE(same_bits(y, run(t, W, q.q, 0, rows))) << path << " n=" << n;
-        KernelOptions o = kernel_options();
-        const KernelOptions saved = o;
-        o.q8_widen = true;
-        set_kernel_options(o);
-        std::vector<float> forced(n * rows);
-        matmul(W, x.data(), n, forced.data());
-        set_kernel_options(saved);
-        EXPECT_TRUE(same_bits(forced, widen)) << path << " n=" << n << " q8_widen";
-      } else {
-        EXPECT_TRUE(same_bits(y, widen)) << path << " n=" << n;
+      const Quantized q = quantize(x, n, cols);
+      const std::vector<float> integer = t.q8_int_rows ? run(t, W, q.q, 0, rows) : std::vector<float>{};
+      const Q8Kernel chosen = q8_kernel_for(n);
+      ASSERT_TRUE(chosen == Q8Kernel::kInt || chosen == Q8Kernel::kWiden) << path << " n=" << n;
+      if (!t.q8_int_rows || n >= 8) {
+        EXPECT_EQ(chosen, Q8Kernel::kWiden) << path << " n=" << n;
+      }
+      const std::vector<float> y = matmul_with(Q8Kernel::kProbe, W, x, n);
+      EXPECT_TRUE(same_bits(y, chosen == Q8Kernel::kInt ? integer : widen)) << path << " n=" << n;
+      EXPECT_TRUE(same_bits(matmul_with(Q8Kernel::kWiden, W, x, n), widen)) << path << " n=" << n << " q8_widen";
+      if (t.q8_int_rows) {
+        EXPECT_TRUE(same_bits(matmul_with(Q8Kernel::kInt, W, x, n), n < 8 ? integer : widen))
+            << path << " n=" << n << " q8_int";
+      } else if (n < 8) {
+        try {
+          matmul_with(Q8Kernel::kInt, W, x, n);
+          ADD_FAILURE() << path << ": q8_int accepted without an integer kernel";
+        } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("q8_int"), std::string::npos) << e.what();
+        }
       }
       // The same through matmul_batch, beside a BF16 item.
       std::vector<float> yb(n * rows, 0.0f);
@@ -187,7 +212,32 @@ TEST(Q8Int, MatmulDispatch) {
       EXPECT_TRUE(same_bits(yb, y)) << path << " n=" << n << " matmul_batch";
     }
   }
-  EXPECT_TRUE(parse_kernel_options("q8_widen").q8_widen);
+  EXPECT_EQ(parse_kernel_options("q8_widen").q8, Q8Kernel::kWiden);
+  EXPECT_EQ(parse_kernel_options("q8_int").q8, Q8Kernel::kInt);
+  EXPECT_EQ(parse_kernel_options("bf16_widen").q8, Q8Kernel::kProbe);
+}
+
+// The probe decides once per path for one row and once for 2..7, quickly, and the
+// choice holds for every n of its class.
+TEST(Q8Int, ProbeChoosesQuicklyAndKeepsTheChoice) {
+  for (const std::string& path : testing::available_paths()) {
+    PathGuard guard(path);
+    const auto t0 = std::chrono::steady_clock::now();
+    const Q8Kernel one = q8_kernel_for(1), few = q8_kernel_for(4);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::cout << path << ": int8 1 row " << q8_kernel_name(one) << ", 2-7 rows " << q8_kernel_name(few) << " (" << s
+              << " s)\n";
+    EXPECT_LT(s, 1.0) << path;
+    for (Q8Kernel k : {one, few}) EXPECT_TRUE(k == Q8Kernel::kInt || k == Q8Kernel::kWiden) << path;
+    if (path == "avx2") {
+      EXPECT_EQ(one, Q8Kernel::kWiden);
+      EXPECT_EQ(few, Q8Kernel::kWiden);
+    }
+    for (int64_t n = 2; n < 8; ++n) EXPECT_EQ(q8_kernel_for(n), few) << path << " n=" << n;
+    EXPECT_EQ(q8_kernel_for(1), one) << path;
+    EXPECT_EQ(q8_kernel_for(8), Q8Kernel::kWiden) << path;
+    EXPECT_EQ(q8_kernel_for(300), Q8Kernel::kWiden) << path;
+  }
 }
 
 }  // namespace
