@@ -165,10 +165,12 @@ TEST(SplitProperty, ToolCallStreamIsSplitIndependent) {
     if (!whole.args.empty()) ++with_calls;
     // Every emitted call's streamed arguments are what calls() reports, and valid JSON.
     ASSERT_EQ(whole.args, whole.final_args) << show(text, {});
-    for (const auto& a : whole.args)  // Python's json.dumps writes Infinity/NaN as vLLM does
+    for (const auto& a : whole.args) {  // Python's json.dumps writes Infinity/NaN as vLLM does
       if (a.find("Infinity") == std::string::npos && a.find("NaN") == std::string::npos &&
-          text.find('\xff') == std::string::npos)  // nor invalid UTF-8
+          text.find('\xff') == std::string::npos) {  // nor invalid UTF-8
         ASSERT_TRUE(nlohmann::json::accept(a)) << a << "\n" << show(text, {});
+      }
+    }
     for (int k = 0; k < kSplitsPerCase; ++k) {
       const auto cuts = random_cuts(rng, text.size());
       ASSERT_EQ(stream_tools(text, cuts), whole) << show(text, cuts);

@@ -125,7 +125,9 @@ TEST_F(PrefixChat, NextTurnSharesTheFirstPromptUpToTheAssistantTag) {
     Turns b = two_turns(*e, thinking, 1);
     EXPECT_EQ(b.cached2, want_cached(b.len1, b.shared)) << "thinking " << thinking;
     EXPECT_GT(b.cached2, 0);
-    if (b.len1 - b.shared >= 2) EXPECT_EQ(b.cached2, (b.len1 - 8) / 256 * 256);
+    if (b.len1 - b.shared >= 2) {
+      EXPECT_EQ(b.cached2, (b.len1 - 8) / 256 * 256);
+    }
   }
 }
 

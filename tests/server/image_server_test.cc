@@ -194,7 +194,9 @@ TEST_F(ImageServerTest, ConcurrentImageRequestsBatch) {
   for (auto& t : ths) t.join();
   for (int i = 0; i < 4; ++i) {
     EXPECT_EQ(status[i], 200) << texts[i];
-    if (i % 2 == 0) EXPECT_EQ(json::parse(texts[i])["choices"][0]["message"]["content"], "A red square.");
+    if (i % 2 == 0) {
+      EXPECT_EQ(json::parse(texts[i])["choices"][0]["message"]["content"], "A red square.");
+    }
   }
   std::lock_guard<std::mutex> lk(runner_->mu);
   EXPECT_EQ(runner_->grids.size(), 4u);

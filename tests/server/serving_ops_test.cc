@@ -147,7 +147,9 @@ TEST(ServingOps, HealthIs503WhileLoadingAndDraining) {
   if (h2) {  // the server may already have finished draining and stopped
     EXPECT_EQ(h2->status, 503);
     auto refused = s.post("/v1/chat/completions", chat("late"));
-    if (refused) EXPECT_EQ(refused->status, 503);
+    if (refused) {
+      EXPECT_EQ(refused->status, 503);
+    }
   }
   running.join();
   drainer.join();
