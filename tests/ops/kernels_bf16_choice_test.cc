@@ -15,20 +15,6 @@ namespace {
 
 using testing::PathGuard;
 
-// ASan+UBSan at -O1 (scripts/sanitize.sh) runs the probe about 5x slower than -O2 (avx512 on the
-// 2-core host: 0.09 s -> 0.5 s alone, 1.2 s beside another test): the 1 s bound is for optimized builds.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr double kSlowdown = 4.0;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr double kSlowdown = 4.0;
-#else
-constexpr double kSlowdown = 1.0;
-#endif
-#else
-constexpr double kSlowdown = 1.0;
-#endif
-
 struct OptionsGuard {
   explicit OptionsGuard(KernelOptions o) { set_kernel_options(o); }
   ~OptionsGuard() { set_kernel_options(KernelOptions{}); }
@@ -235,7 +221,7 @@ TEST(Bf16Kernels, ProbeChoosesAnAvailableKernelQuickly) {
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::cout << path << ": decode " << bf16_kernel_name(d) << ", panels " << bf16_kernel_name(p) << " (" << s
               << " s)\n";
-    EXPECT_LT(s, 1.0 * kSlowdown) << path;
+    EXPECT_LT(s, 1.0 * testing::kSanitizerSlowdown) << path;
     const std::vector<Bf16Kernel> avail = bf16_kernels_available();
     for (Bf16Kernel k : {d, p}) {
       EXPECT_NE(k, Bf16Kernel::kProbe);
