@@ -326,13 +326,71 @@ double dense_work(const DenseMatrix& W, int64_t n) {
   return static_cast<double>(W.cols) * (elem_bytes(W.type) + n);
 }
 
+// ---- Start-up probes: what the BF16 and the int8 kernel choices share ----
+
+// Index of a kernel path, for per-path probe results.
+int path_index(const KernelTable& t) {
+  return &t == &detail::scalar_kernels() ? 0 : &t == &detail::avx2_kernels() ? 1 : 2;
+}
+
+// A probe's weight matrix: rows x cols elements of E, value(i) at flat index i, in
+// transparent huge pages first touched by the pool threads that read each part,
+// like the model's resident dense weights (model/resident.cc): on 4 KiB pages the
+// prefetch variants rank differently (measured on the AVX2 EPYC host: the BF16 probe
+// picked widen on 4 KiB pages, widen_tiled on huge pages, which the 1 GB lm_head in
+// bench_ops also prefers there).
+template <class E, class Value>
+std::unique_ptr<E, decltype(&std::free)> probe_matrix(int64_t rows, int64_t cols, const char* what, const Value& value) {
+  constexpr size_t kHuge = size_t{2} << 20;
+  const size_t bytes = (static_cast<size_t>(rows * cols) * sizeof(E) + kHuge - 1) / kHuge * kHuge;
+  std::unique_ptr<E, decltype(&std::free)> buf(static_cast<E*>(std::aligned_alloc(kHuge, bytes)), &std::free);
+  if (!buf) fail(what, " kernel probe: out of memory for ", bytes, " bytes");
+  madvise(buf.get(), bytes, MADV_HUGEPAGE);  // advice only; ignored where THP is off
+  E* w = buf.get();
+  for_rows(rows, static_cast<double>(cols), [&](int64_t r0, int64_t r1) {
+    for (int64_t i = r0 * cols; i < r1 * cols; ++i) w[i] = value(static_cast<uint64_t>(i));
+  });
+  return buf;
+}
+
+// Best time of each of `count` candidates (run(c) times candidate c) over 4
+// alternating rounds after one warm-up round (page faults, thread wake-up).
+template <class Run>
+std::vector<double> probe_times(size_t count, const Run& run) {
+  std::vector<double> best(count, 1e30);
+  for (int round = 0; round < 5; ++round)
+    for (size_t c = 0; c < count; ++c) {
+      const auto t0 = std::chrono::steady_clock::now();
+      run(c);
+      if (round > 0)
+        best[c] = std::min(best[c], std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  return best;
+}
+
+// The kernel in `slot`, probed (probe()) the first time: one probe at a time;
+// callers needing the same slot wait for its answer.
+template <class K, class Probe>
+K probed_once(std::atomic<K>& slot, const Probe& probe) {
+  K k = slot.load(std::memory_order_acquire);
+  if (k != K::kProbe) return k;
+  static std::mutex probing;
+  std::lock_guard<std::mutex> lock(probing);
+  k = slot.load(std::memory_order_acquire);
+  if (k == K::kProbe) {
+    k = probe();
+    slot.store(k, std::memory_order_release);
+  }
+  return k;
+}
+
 // Per path: the probe's choice for decode (n < kQ4PanelMin) and panel products.
 struct Bf16Choice {
   std::atomic<Bf16Kernel> decode{Bf16Kernel::kProbe}, panel{Bf16Kernel::kProbe};
 };
 Bf16Choice& bf16_choice(const KernelTable& t) {
   static Bf16Choice c[3];
-  return c[&t == &detail::scalar_kernels() ? 0 : &t == &detail::avx2_kernels() ? 1 : 2];
+  return c[path_index(t)];
 }
 
 // Times each exact candidate on a decode shape (16384 x 2048: a 64 MiB matrix
@@ -351,33 +409,15 @@ Bf16Kernel bf16_probe(const KernelTable& t, bool panel) {
   const bool scalar = &t == &detail::scalar_kernels();
   const int64_t rows = panel ? (scalar ? 64 : 256) : scalar ? 1024 : 16384, cols = panel ? 1024 : 2048,
                 n = panel ? 32 : 1;
-  // In transparent huge pages, first touched by the pool threads that read
-  // each part, like the model's resident dense weights (model/resident.cc): on
-  // 4 KiB pages the prefetch variants rank differently (measured on the AVX2
-  // EPYC host: the probe picked widen on 4 KiB pages, widen_tiled on huge pages,
-  // which the 1 GB lm_head in bench_ops also prefers there).
-  constexpr size_t kHuge = size_t{2} << 20;
-  const size_t wbytes = (static_cast<size_t>(rows * cols) * sizeof(uint16_t) + kHuge - 1) / kHuge * kHuge;
-  std::unique_ptr<uint16_t, decltype(&std::free)> wbuf(static_cast<uint16_t*>(std::aligned_alloc(kHuge, wbytes)),
-                                                       &std::free);
-  if (!wbuf) fail("BF16 kernel probe: out of memory for ", wbytes, " bytes");
-  madvise(wbuf.get(), wbytes, MADV_HUGEPAGE);  // advice only; ignored where THP is off
-  uint16_t* w = wbuf.get();
-  for_rows(rows, static_cast<double>(cols), [&](int64_t r0, int64_t r1) {
-    for (int64_t i = r0 * cols; i < r1 * cols; ++i)
-      w[i] = static_cast<uint16_t>(0x3c00 + ((static_cast<uint64_t>(i) * 40503u) >> 7 & 0x1ff));  // small positive values
+  const auto w = probe_matrix<uint16_t>(rows, cols, "BF16", [](uint64_t i) {
+    return static_cast<uint16_t>(0x3c00 + ((i * 40503u) >> 7 & 0x1ff));  // small positive values
   });
   std::vector<float> x(n * cols), y(n * rows);
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) - 3.0f;
-  const DenseMatrix W = dense_view(WType::BF16, w, rows, cols);
-  std::vector<double> best(cand.size(), 1e30);
-  for (int round = 0; round < 5; ++round)
-    for (size_t c = 0; c < cand.size(); ++c) {
-      const auto t0 = std::chrono::steady_clock::now();
-      bf16_exact_product(t, cand[c], W, x.data(), n, y.data(), dense_work(W, n));
-      if (round > 0)  // round 0 warms up (page faults, thread wake-up)
-        best[c] = std::min(best[c], std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    }
+  const DenseMatrix W = dense_view(WType::BF16, w.get(), rows, cols);
+  const std::vector<double> best = probe_times(cand.size(), [&](size_t c) {
+    bf16_exact_product(t, cand[c], W, x.data(), n, y.data(), dense_work(W, n));
+  });
   const size_t pick = std::min_element(best.begin(), best.end()) - best.begin();
   std::string line = cat("kernels ", t.name, ": BF16 dense ", panel ? "panels" : "decode", " uses ",
                          bf16_kernel_name(cand[pick]), " (probe, best of 4:");
@@ -403,18 +443,7 @@ Bf16Kernel bf16_kernel_on(const KernelTable& t, int64_t n) {
     return forced;
   }
   const bool panel = n >= detail::kQ4PanelMin;
-  std::atomic<Bf16Kernel>& slot = panel ? bf16_choice(t).panel : bf16_choice(t).decode;
-  Bf16Kernel k = slot.load(std::memory_order_acquire);
-  if (k == Bf16Kernel::kProbe) {
-    static std::mutex probing;  // one probe at a time; others wait for its answer
-    std::lock_guard<std::mutex> lock(probing);
-    k = slot.load(std::memory_order_acquire);
-    if (k == Bf16Kernel::kProbe) {
-      k = bf16_probe(t, panel);
-      slot.store(k, std::memory_order_release);
-    }
-  }
-  return k;
+  return probed_once(panel ? bf16_choice(t).panel : bf16_choice(t).decode, [&] { return bf16_probe(t, panel); });
 }
 
 // How a dense product runs in matmul_batch's shared pass: the table's own
@@ -446,44 +475,29 @@ struct Q8Choice {
 };
 Q8Choice& q8_choice(const KernelTable& t) {
   static Q8Choice c[3];
-  return c[&t == &detail::scalar_kernels() ? 0 : &t == &detail::avx2_kernels() ? 1 : 2];
+  return c[path_index(t)];
 }
 
 // Times both kernels on a 64 MiB int8 matrix of 2048-wide rows (past the
-// caches, in transparent huge pages like the resident weights; the scalar path
-// a 2 MiB one) with n = 1 or n = 4 activation rows, best of 4 alternating
-// rounds after a warm-up, and keeps the faster: ~0.05 s.
+// caches; the scalar path a 2 MiB one) with n = 1 or n = 4 activation rows
+// (probe_matrix, probe_times) and keeps the faster: ~0.05 s.
 Q8Kernel q8_probe(const KernelTable& t, bool one) {
   const bool scalar = &t == &detail::scalar_kernels();
   const int64_t rows = scalar ? 1024 : 32768, cols = 2048, n = one ? 1 : 4;
-  constexpr size_t kHuge = size_t{2} << 20;
-  const size_t wbytes = (static_cast<size_t>(rows * cols) + kHuge - 1) / kHuge * kHuge;
-  std::unique_ptr<int8_t, decltype(&std::free)> wbuf(static_cast<int8_t*>(std::aligned_alloc(kHuge, wbytes)),
-                                                     &std::free);
-  if (!wbuf) fail("int8 kernel probe: out of memory for ", wbytes, " bytes");
-  madvise(wbuf.get(), wbytes, MADV_HUGEPAGE);  // advice only
-  int8_t* w = wbuf.get();
-  for_rows(rows, static_cast<double>(cols), [&](int64_t r0, int64_t r1) {
-    for (int64_t i = r0 * cols; i < r1 * cols; ++i)
-      w[i] = static_cast<int8_t>(static_cast<int>((static_cast<uint64_t>(i) * 40503u) >> 5 & 0xff) - 128);
+  const auto w = probe_matrix<int8_t>(rows, cols, "int8", [](uint64_t i) {
+    return static_cast<int8_t>(static_cast<int>((i * 40503u) >> 5 & 0xff) - 128);
   });
   DenseMatrix W;
   W.type = WType::Q8;
   W.rows = rows;
   W.cols = cols;
-  W.data = w;
+  W.data = w.get();
   W.row_scale.assign(rows, 1.0f / 127);
   std::vector<float> x(n * cols), y(n * rows);
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) - 3.0f;
   const Q8Kernel cand[2] = {Q8Kernel::kInt, Q8Kernel::kWiden};
-  double best[2] = {1e30, 1e30};
-  for (int round = 0; round < 5; ++round)
-    for (int c = 0; c < 2; ++c) {
-      const auto t0 = std::chrono::steady_clock::now();
-      q8_product(t, cand[c], W, x.data(), n, y.data(), dense_work(W, n));
-      if (round > 0)  // round 0 warms up (page faults, thread wake-up)
-        best[c] = std::min(best[c], std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    }
+  const std::vector<double> best =
+      probe_times(2, [&](size_t c) { q8_product(t, cand[c], W, x.data(), n, y.data(), dense_work(W, n)); });
   const int pick = best[1] < best[0] ? 1 : 0;
   const double gb = static_cast<double>(rows * cols) / 1e9;
   char buf[160];
@@ -502,18 +516,7 @@ Q8Kernel q8_kernel_on(const KernelTable& t, int64_t n) {
          "VNNI, or the scalar twin)");
   if (forced != Q8Kernel::kProbe) return forced;
   if (!t.q8_int_rows) return Q8Kernel::kWiden;
-  std::atomic<Q8Kernel>& slot = n == 1 ? q8_choice(t).one : q8_choice(t).few;
-  Q8Kernel k = slot.load(std::memory_order_acquire);
-  if (k == Q8Kernel::kProbe) {
-    static std::mutex probing;
-    std::lock_guard<std::mutex> lock(probing);
-    k = slot.load(std::memory_order_acquire);
-    if (k == Q8Kernel::kProbe) {
-      k = q8_probe(t, n == 1);
-      slot.store(k, std::memory_order_release);
-    }
-  }
-  return k;
+  return probed_once(n == 1 ? q8_choice(t).one : q8_choice(t).few, [&] { return q8_probe(t, n == 1); });
 }
 
 bool q8_int_on(const KernelTable& t, const DenseMatrix& W, int64_t n) {
