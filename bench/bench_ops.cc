@@ -257,6 +257,16 @@ int register_all() {
                                        bm_dense, p, WType::BF16, rows, cols, 1, false, k, Q8Kernel::kProbe)
               ->Unit(benchmark::kMillisecond)->UseRealTime();
       }
+    if (fast)  // each exact panel kernel the probe chooses from, forced (prefill shapes)
+      for (Bf16Kernel k : {Bf16Kernel::kWiden, Bf16Kernel::kSplit3, Bf16Kernel::kAmx}) {
+        if (k != Bf16Kernel::kWiden && p != "avx512") continue;
+        if (k == Bf16Kernel::kAmx && !cpu_features().amx_bf16) continue;
+        for (int64_t n : {32, 128, 512})
+          benchmark::RegisterBenchmark(("bf16_matmul_2048x8192_n" + std::to_string(n) + "/" + p + "/" +
+                                        bf16_kernel_name(k)).c_str(),
+                                       bm_dense, p, WType::BF16, 8192, 2048, n, false, k, Q8Kernel::kProbe)
+              ->Unit(benchmark::kMillisecond)->UseRealTime();
+      }
     if (p == "avx512") {  // opt-in bf16_dot variant (less exact, see kernels.h)
       dense("bf16dot_matvec_2048x8192", WType::BF16, 8192, 2048, 1, true);
       dense("bf16dot_matmul_2048x8192_n64", WType::BF16, 8192, 2048, 64, true);

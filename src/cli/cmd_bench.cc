@@ -114,7 +114,7 @@ int cmd_bench(int argc, char** argv) {
                  "--mmap-dense reads dense weights from the checkpoint mapping instead of a huge-page copy.\n"
                  "QINFER_PROFILE=1 adds a per-part time breakdown of each phase.\n"
                  "QINFER_KERNEL_OPTS=bf16_dot (opt-in, less exact) or bf16_<kernel> (widen, widen_t0, widen_nopf,\n"
-                 "widen_tiled, widen256, split3, split): see qinfer --help.\n"
+                 "widen_tiled, widen256, split3, split, amx): see qinfer --help.\n"
                  "--prefix-cache N [--prefix-cache-gb GB]: instead, time to first token of a request sharing an\n"
                  "N-token prefix with the one before (prefix cache) against cold ones, and the cache's memory.\n"
                  "--speculative K [--draft-vocab N] [--draft-int8] instead measures MTP speculative decoding (k = 1..K):\n"

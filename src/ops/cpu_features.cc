@@ -1,6 +1,8 @@
 #include "ops/cpu_features.h"
 
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstdint>
 
@@ -40,6 +42,17 @@ CpuFeatures detect() {
     __cpuid_count(7, 1, a1, b1, c1, d1);
     f.avx512bf16 = a1 & (1u << 5);
   }
+  // AMX: cpuid 7.0 edx bit 22 (AMX-BF16), 24 (AMX-TILE); XCR0 bits 17-18 (tile
+  // config and data) enabled by the OS; then the per-process permission for the
+  // 8 KiB tile data state (Linux 5.16+; an older kernel refuses, as does a VM
+  // that lists the feature but does not back it).
+  const bool amx_cpu = (d & (1u << 22)) && (d & (1u << 24));
+  if (amx_cpu && (xcr0 & (3u << 17)) == (3u << 17) && f.avx512bf16) {
+#if defined(__linux__) && defined(SYS_arch_prctl)
+    constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    f.amx_bf16 = syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#endif
+  }
   return f;
 }
 
@@ -55,6 +68,7 @@ std::string CpuFeatures::describe() const {
   add(avx2, "avx2"); add(fma, "fma"); add(f16c, "f16c");
   add(avx512f, "avx512f"); add(avx512bw, "avx512bw"); add(avx512vl, "avx512vl");
   add(avx512dq, "avx512dq"); add(avx512vnni, "avx512_vnni"); add(avx512bf16, "avx512_bf16");
+  add(amx_bf16, "amx_bf16");
   return s.empty() ? "baseline" : s;
 }
 

@@ -298,13 +298,38 @@ bool bf16_available(const KernelTable& t, Bf16Kernel k) {
       return t.bf16_matvec_rows != nullptr;
     case Bf16Kernel::kWiden256: return &t == &detail::avx512_kernels() && cpu_features().has_avx2_path();
     case Bf16Kernel::kSplit: case Bf16Kernel::kSplit3: return t.bf16_dot_rows != nullptr;
+    case Bf16Kernel::kAmx: return &t == &detail::avx512_kernels() && cpu_features().amx_bf16;
     case Bf16Kernel::kProbe: return false;
   }
   return false;
 }
 
+// The three-part split on AMX tiles: X packed once (token blocks across threads,
+// into a per-thread buffer that only grows), then rows split across threads.
+void bf16_amx_product(const DenseMatrix& W, const float* X, int64_t n, float* Y, double work) {
+  struct Buffer {
+    std::unique_ptr<uint16_t, decltype(&std::free)> p{nullptr, &std::free};
+    int64_t elems = 0;
+  };
+  thread_local Buffer buf;
+  const int64_t elems = detail::amx_bf16_input_elems(n, W.cols);
+  if (elems > buf.elems) {
+    buf.p.reset(static_cast<uint16_t*>(std::aligned_alloc(64, (elems * 2 + 63) / 64 * 64)));
+    buf.elems = buf.p ? elems : 0;
+    if (!buf.p) fail("matmul: out of memory for ", elems * 2, " bytes of AMX activation tiles");
+  }
+  const detail::AmxBf16Input in = detail::amx_bf16_input_view(n, W.cols, buf.p.get());
+  if (t_in_kernel) detail::pack_amx_bf16_blocks(X, in, 0, in.ntb);
+  else parallel_for(in.ntb, 2, [&](int64_t b0, int64_t b1, int) { detail::pack_amx_bf16_blocks(X, in, b0, b1); });
+  for_rows(W.rows, work, [&](int64_t r0, int64_t r1) { detail::amx_bf16_rows(W, in, Y, r0, r1); });
+}
+
 void bf16_exact_product(const KernelTable& t, Bf16Kernel k, const DenseMatrix& W, const float* X, int64_t n,
                         float* Y, double work) {
+  if (k == Bf16Kernel::kAmx) {
+    if (W.cols % 32 == 0) return bf16_amx_product(W, X, n, Y, work);
+    k = Bf16Kernel::kWiden;  // the tiles take whole 32-column blocks; as exact
+  }
   if (k == Bf16Kernel::kSplit || k == Bf16Kernel::kSplit3)
     return bf16_split_product(t, k == Bf16Kernel::kSplit ? 2 : 3, W, X, n, Y, work);
   const int mode = widen_mode(k);
@@ -395,20 +420,20 @@ Bf16Choice& bf16_choice(const KernelTable& t) {
 
 // Times each exact candidate on a decode shape (16384 x 2048: a 64 MiB matrix
 // past the caches, so it measures memory streaming, with the short 4 KiB rows
-// of the model's lm_head and projections, n = 1) and a panel shape (256 x 1024,
-// n = 32), best of 4 alternating rounds after one warm-up, and keeps the
+// of the model's lm_head and projections, n = 1) and a panel shape (512 x 2048,
+// n = 64: big enough that a kernel's fixed costs, such as AMX's activation
+// packing, weigh as they do in a prefill chunk), best of 4 alternating rounds after one warm-up, and keeps the
 // fastest. About 0.1 s on the SIMD paths (the scalar path probes a smaller
 // matrix: its kernels are forced only, never a default on a SIMD host). The decode-only widening variants compete
 // for decode only (for n > 1 they are widen).
 Bf16Kernel bf16_probe(const KernelTable& t, bool panel) {
   std::vector<Bf16Kernel> cand;
   for (Bf16Kernel k : {Bf16Kernel::kWiden, Bf16Kernel::kWidenT0, Bf16Kernel::kWidenNoPf, Bf16Kernel::kWidenTiled,
-                       Bf16Kernel::kWiden256, Bf16Kernel::kSplit3})
-    if (bf16_available(t, k) && (!panel || widen_mode(k) <= 0)) cand.push_back(k);
+                       Bf16Kernel::kWiden256, Bf16Kernel::kSplit3, Bf16Kernel::kAmx})
+    if (bf16_available(t, k) && (panel ? widen_mode(k) <= 0 : k != Bf16Kernel::kAmx)) cand.push_back(k);
   if (cand.size() == 1) return cand[0];
   const bool scalar = &t == &detail::scalar_kernels();
-  const int64_t rows = panel ? (scalar ? 64 : 256) : scalar ? 1024 : 16384, cols = panel ? 1024 : 2048,
-                n = panel ? 32 : 1;
+  const int64_t rows = panel ? (scalar ? 64 : 512) : scalar ? 1024 : 16384, cols = 2048, n = panel ? 64 : 1;
   const auto w = probe_matrix<uint16_t>(rows, cols, "BF16", [](uint64_t i) {
     return static_cast<uint16_t>(0x3c00 + ((i * 40503u) >> 7 & 0x1ff));  // small positive values
   });
@@ -439,7 +464,7 @@ Bf16Kernel bf16_kernel_on(const KernelTable& t, int64_t n) {
     if (!bf16_available(t, forced))
       fail("kernel option bf16_", bf16_kernel_name(forced), " is not available on kernel path ", t.name,
            " (split needs BF16 dot products: scalar or avx512; widen256 the avx512 path; widen_t0, widen_nopf, "
-           "widen_tiled avx2 or avx512)");
+           "widen_tiled avx2 or avx512; amx the avx512 path on a CPU with AMX-BF16 granted by the kernel)");
     return forced;
   }
   const bool panel = n >= detail::kQ4PanelMin;
@@ -542,12 +567,13 @@ KernelOptions parse_kernel_options(const char* spec) {
     else if (tok == "bf16_widen_tiled") o.bf16 = Bf16Kernel::kWidenTiled;
     else if (tok == "bf16_split") o.bf16 = Bf16Kernel::kSplit;
     else if (tok == "bf16_split3") o.bf16 = Bf16Kernel::kSplit3;
+    else if (tok == "bf16_amx") o.bf16 = Bf16Kernel::kAmx;
     else if (tok == "q8_widen") o.q8 = Q8Kernel::kWiden;
     else if (tok == "q8_int") o.q8 = Q8Kernel::kInt;
     else if (!tok.empty())
       fail("QINFER_KERNEL_OPTS: unknown option '", tok,
            "' (known: bf16_dot, bf16_widen, bf16_widen_t0, bf16_widen_nopf, bf16_widen_tiled, bf16_widen256, "
-           "bf16_split3, bf16_split, q8_int, q8_widen)");
+           "bf16_split3, bf16_split, bf16_amx, q8_int, q8_widen)");
     pos = end + 1;
   }
   return o;
@@ -563,6 +589,7 @@ const char* bf16_kernel_name(Bf16Kernel k) {
     case Bf16Kernel::kWidenT0: return "widen_t0";
     case Bf16Kernel::kWidenNoPf: return "widen_nopf";
     case Bf16Kernel::kWidenTiled: return "widen_tiled";
+    case Bf16Kernel::kAmx: return "amx";
   }
   return "?";
 }
@@ -583,7 +610,7 @@ Q8Kernel q8_kernel_for(int64_t n) { return q8_kernel_on(table(), n); }
 std::vector<Bf16Kernel> bf16_kernels_available() {
   std::vector<Bf16Kernel> out;
   for (Bf16Kernel k : {Bf16Kernel::kWiden, Bf16Kernel::kWidenT0, Bf16Kernel::kWidenNoPf, Bf16Kernel::kWidenTiled,
-                       Bf16Kernel::kWiden256, Bf16Kernel::kSplit3, Bf16Kernel::kSplit})
+                       Bf16Kernel::kWiden256, Bf16Kernel::kSplit3, Bf16Kernel::kSplit, Bf16Kernel::kAmx})
     if (bf16_available(table(), k)) out.push_back(k);
   return out;
 }

@@ -88,6 +88,10 @@ void matmul_batch(const BatchProduct* items, size_t count);
 //             x - Σ parts is at most 2^-27 |x|), three BF16 dot products into
 //             fp32 in one pass over the weights (vdpbf16ps on avx512; the
 //             scalar path has a twin; absent on avx2).
+//   amx       the same three-part split on Intel AMX tiles (tdpbf16ps, 16 x 16
+//             output blocks; avx512 hosts whose CPU and kernel grant AMX; matrices
+//             whose width is a multiple of 32, others widen): a panel candidate
+//             (n >= 16), about 5x the fp32 FMA rate per core (prefill).
 // Forced only (never picked by the probe):
 //   split     two parts (hi + lo, at most 2^-18 |x|): logits move ~7e-5
 //             relative on the test model, inside the golden 1e-3 budget but
@@ -104,7 +108,7 @@ void matmul_batch(const BatchProduct* items, size_t count);
 // Environment: QINFER_KERNEL_OPTS=bf16_dot, or bf16_<name> for any kernel above
 // (bf16_widen, bf16_widen_t0, ..., bf16_split) to force it (an error when the
 // path lacks it).
-enum class Bf16Kernel { kProbe, kWiden, kWiden256, kSplit3, kSplit, kWidenT0, kWidenNoPf, kWidenTiled };
+enum class Bf16Kernel { kProbe, kWiden, kWiden256, kSplit3, kSplit, kWidenT0, kWidenNoPf, kWidenTiled, kAmx };
 // --dense int8 products with few activation rows (n < 8: decode, speculative
 // verify, small batches) have two kernels on paths with a byte dot product
 // (avx512's VNNI, and the scalar twin):

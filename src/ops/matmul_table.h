@@ -101,6 +101,22 @@ constexpr int64_t kBf16DotPad = 32;
 // (prefill: dequantizing a tile once pays off), fewer the integer path.
 constexpr int64_t kQ4PanelMin = 16;
 
+// AMX (matmul_amx.cc; call only when cpu_features().amx_bf16): BF16 W times
+// activations split into three bf16 parts (Bf16Kernel::kAmx), packed once per
+// product into B tiles: `tiles` holds ntb token blocks of 16 x nkb column blocks of
+// 32 x 3 parts of 16 x 32 bf16 (pair-interleaved), zero padded. W.cols % 32 == 0.
+struct AmxBf16Input {
+  int64_t n = 0, k = 0, ntb = 0, nkb = 0;
+  uint16_t* tiles = nullptr;
+};
+int64_t amx_bf16_input_elems(int64_t n, int64_t k);
+// The view of `mem` (amx_bf16_input_elems values, 64-byte aligned) for X [n][k];
+// pack_amx_bf16_blocks fills token blocks [tb0, tb1) of it from X (any thread).
+AmxBf16Input amx_bf16_input_view(int64_t n, int64_t k, uint16_t* mem);
+void pack_amx_bf16_blocks(const float* X, const AmxBf16Input& in, int64_t tb0, int64_t tb1);
+// Rows [r0, r1) of Y[X.n][W.rows].
+void amx_bf16_rows(const DenseMatrix& W, const AmxBf16Input& X, float* Y, int64_t r0, int64_t r1);
+
 const KernelTable& scalar_kernels();
 // The reference quantizer (also the AVX2 table's).
 void q4_quantize_scalar(const float* x, int64_t nblocks, int8_t* xh, int8_t* xm, int8_t* xl, float* sx, float* sxq);

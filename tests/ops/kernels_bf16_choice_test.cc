@@ -1,4 +1,4 @@
-// The exact BF16 dense kernels (widen and its decode variants, widen256, split3, split) and their choice: splits
+// The exact BF16 dense kernels (widen and its decode variants, widen256, split3, split, amx) and their choice: splits
 // against a double reference and against its scalar twin on awkward sizes,
 // options forcing a kernel (and refusing one the path lacks), the start-up probe.
 #include <gtest/gtest.h>
@@ -62,10 +62,12 @@ const int64_t kNs[] = {1, 2, 5, 16, 33};
 
 // One kernel forced on one path, on every awkward shape and activation count,
 // against the double reference and against `other` (a second path + kernel).
+using Shapes = std::vector<std::pair<int64_t, int64_t>>;
 void check_against(const std::string& path, Bf16Kernel k, const std::string& other_path, Bf16Kernel other,
-                   double tol, const std::vector<int64_t>& ns) {
+                   double tol, const std::vector<int64_t>& ns,
+                   const Shapes& shapes = Shapes(std::begin(kShapes), std::end(kShapes))) {
   std::mt19937 rng(11);
-  for (auto [rows, cols] : kShapes)
+  for (auto [rows, cols] : shapes)
     for (int64_t n : ns) {
       Case c = make_case(rng, rows, cols, n);
       std::vector<float> got, want;
@@ -111,6 +113,18 @@ TEST(Bf16Kernels, Avx512SplitsMatchTheirScalarTwins) {
 
 // The decode-only widening variants (prefetch hints, row tiles) on each SIMD
 // path against the scalar widening kernel; n > 1 runs plain widen.
+// The AMX kernel against its scalar twin (the scalar split3: the same three bf16
+// parts, another summation order): rows that are not whole 16- or 32-row blocks,
+// activation counts around the 16-row token blocks, widths of whole 32-column
+// blocks (the tiles' unit) and others (which widen instead).
+TEST(Bf16Kernels, AmxMatchesItsScalarTwin) {
+  if (!cpu_features().has_avx512_path() || !cpu_features().amx_bf16)
+    GTEST_SKIP() << "the amx kernel needs AMX-BF16 granted by the kernel, which this CPU lacks ("
+                 << cpu_features().describe() << ")";
+  const Shapes shapes = {{1, 32}, {13, 64}, {16, 96}, {17, 32}, {31, 160}, {33, 1024}, {70, 256}, {9, 33}, {40, 257}};
+  check_against("avx512", Bf16Kernel::kAmx, "scalar", Bf16Kernel::kSplit3, 2e-6, {1, 2, 15, 16, 17, 33, 40}, shapes);
+}
+
 TEST(Bf16Kernels, WideningVariantsMatchTheScalarWidening) {
   int paths = 0;
   for (const std::string& path : testing::available_paths()) {
@@ -156,12 +170,13 @@ TEST(Bf16Kernels, EveryForcedKernelAgreesWithTheReference) {
     PathGuard g(path);
     const std::vector<Bf16Kernel> avail = bf16_kernels_available();
     for (Bf16Kernel k : {Bf16Kernel::kWiden, Bf16Kernel::kWidenT0, Bf16Kernel::kWidenNoPf, Bf16Kernel::kWidenTiled,
-                         Bf16Kernel::kWiden256, Bf16Kernel::kSplit3, Bf16Kernel::kSplit}) {
+                         Bf16Kernel::kWiden256, Bf16Kernel::kSplit3, Bf16Kernel::kSplit, Bf16Kernel::kAmx}) {
       OptionsGuard o(forced(k));
       const bool split = k == Bf16Kernel::kSplit || k == Bf16Kernel::kSplit3;
       const bool variant = k == Bf16Kernel::kWidenT0 || k == Bf16Kernel::kWidenNoPf || k == Bf16Kernel::kWidenTiled;
       const bool has = k == Bf16Kernel::kWiden || (split && path != "avx2") || (variant && path != "scalar") ||
-                       (k == Bf16Kernel::kWiden256 && path == "avx512");
+                       (k == Bf16Kernel::kWiden256 && path == "avx512") ||
+                       (k == Bf16Kernel::kAmx && path == "avx512" && cpu_features().amx_bf16);
       EXPECT_EQ(has, std::find(avail.begin(), avail.end(), k) != avail.end()) << path << " " << bf16_kernel_name(k);
       if (!has) {
         try {
@@ -176,10 +191,10 @@ TEST(Bf16Kernels, EveryForcedKernelAgreesWithTheReference) {
       EXPECT_EQ(bf16_kernel_for(1), k);
       EXPECT_EQ(bf16_kernel_for(64), k);
       std::mt19937 rng(3);
-      for (int64_t n : {1, 20}) {
-        Case c = make_case(rng, 37, 129, n);
+      for (auto [n, cols] : {std::pair<int64_t, int64_t>{1, 129}, {20, 129}, {20, 128}}) {
+        Case c = make_case(rng, 37, cols, n);
         // Through matmul_batch too (BF16 dot-product kernels leave its shared pass).
-        DenseMatrix m = dense_view(WType::BF16, c.w.data(), 37, 129);
+        DenseMatrix m = dense_view(WType::BF16, c.w.data(), 37, cols);
         std::vector<float> y(n * 37);
         BatchProduct item;
         item.dense = &m;
@@ -202,6 +217,7 @@ TEST(Bf16Kernels, OptionsParse) {
   EXPECT_EQ(parse_kernel_options("bf16_widen_t0").bf16, Bf16Kernel::kWidenT0);
   EXPECT_EQ(parse_kernel_options("bf16_widen_nopf").bf16, Bf16Kernel::kWidenNoPf);
   EXPECT_EQ(parse_kernel_options("bf16_widen_tiled").bf16, Bf16Kernel::kWidenTiled);
+  EXPECT_EQ(parse_kernel_options("bf16_amx").bf16, Bf16Kernel::kAmx);
   KernelOptions o = parse_kernel_options("bf16_dot,bf16_widen256");
   EXPECT_TRUE(o.bf16_dot);
   EXPECT_EQ(o.bf16, Bf16Kernel::kWiden256);
@@ -234,9 +250,11 @@ TEST(Bf16Kernels, ProbeChoosesAnAvailableKernelQuickly) {
         EXPECT_NE(k, Bf16Kernel::kWiden256);
       }
     }
-    // The decode-only variants never serve panels.
-    EXPECT_TRUE(p == Bf16Kernel::kWiden || p == Bf16Kernel::kWiden256 || p == Bf16Kernel::kSplit3)
+    // The decode-only variants never serve panels, AMX never serves decode.
+    EXPECT_TRUE(p == Bf16Kernel::kWiden || p == Bf16Kernel::kWiden256 || p == Bf16Kernel::kSplit3 ||
+                p == Bf16Kernel::kAmx)
         << bf16_kernel_name(p);
+    EXPECT_NE(d, Bf16Kernel::kAmx);
     EXPECT_EQ(bf16_kernel_for(2), d);  // decided once, then kept
   }
 }

@@ -1,0 +1,167 @@
+// BF16 dense products on Intel AMX tiles (Bf16Kernel::kAmx), compiled for
+// AMX-TILE/AMX-BF16 + AVX-512 and reached only through dispatch.cc when
+// cpu_features().amx_bf16 (the CPU has the tiles and the kernel granted this
+// process the tile state, arch_prctl ARCH_REQ_XCOMP_PERM).
+//
+// Exactness: the activations are split into three bf16 parts x = h + m + l
+// (each part the bf16 rounding of what the previous ones left; the remainder after
+// three parts is below 2^-24 |x|, fp32's own rounding), as in the split3 kernel.
+// A product of two bf16 values is exact in fp32, so the only rounding is the fp32
+// accumulation, as on the widening path; only the summation order differs.
+// (AMX and the bf16 conversion flush denormals: parts below 2^-126 are dropped.)
+//
+// Layout: C = W · Xᵀ tile by tile. A tiles are 16 weight rows x 32 bf16 columns
+// read straight from W (row stride 2 K bytes); B tiles hold 32 columns of 16
+// activation rows in the pair-interleaved (VNNI) order tdpbf16ps wants:
+// B[kk][2 t + e] = x_t[32 kb + 2 kk + e]. Each (token block, column block) has its
+// three parts' B tiles next to each other (3 KiB). Per step of 32 columns: 2 A
+// loads (32 weight rows), 6 B loads (2 token blocks x 3 parts), 12 tdpbf16ps into
+// 4 accumulators (2 x 2 blocks of 16 x 16).
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "ops/matmul_table.h"
+
+namespace qinfer::ops::detail {
+namespace {
+
+constexpr int kParts = 3;
+constexpr int64_t kTileBytes = 1024;                 // 16 rows x 64 bytes
+constexpr int64_t kTileElems = kTileBytes / 2;       // bf16 values per tile
+constexpr int64_t kStepElems = kParts * kTileElems;  // one (token block, column block)
+
+struct alignas(64) TileConfig {
+  uint8_t palette = 1, start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+void load_config() {
+  TileConfig c;
+  for (int i = 0; i < 8; ++i) {
+    c.colsb[i] = 64;
+    c.rows[i] = 16;
+  }
+  _tile_loadconfig(&c);
+}
+
+// Rows 16 * a .. of the output block: 1 or 2 weight blocks (MB) x 1 or 2 token
+// blocks (NB). w: the first weight row; x: the token block's first step.
+template <int MB, int NB>
+void amx_block(const uint16_t* w, int64_t K, const uint16_t* x, int64_t nkb, float* c /* [4][16][16] */) {
+  _tile_zero(0);
+  if (NB > 1) _tile_zero(1);
+  if (MB > 1) _tile_zero(2);
+  if (MB > 1 && NB > 1) _tile_zero(3);
+  const int64_t lda = K * 2, tb_stride = nkb * kStepElems;
+  for (int64_t kb = 0; kb < nkb; ++kb) {
+    _tile_loadd(4, w + kb * 32, lda);
+    if (MB > 1) _tile_loadd(5, w + 16 * K + kb * 32, lda);
+    const uint16_t* b = x + kb * kStepElems;
+    for (int p = 0; p < kParts; ++p) {
+      _tile_loadd(6, b + p * kTileElems, 64);
+      if (NB > 1) _tile_loadd(7, b + tb_stride + p * kTileElems, 64);
+      _tile_dpbf16ps(0, 4, 6);
+      if (NB > 1) _tile_dpbf16ps(1, 4, 7);
+      if (MB > 1) _tile_dpbf16ps(2, 5, 6);
+      if (MB > 1 && NB > 1) _tile_dpbf16ps(3, 5, 7);
+    }
+  }
+  _tile_stored(0, c, 64);
+  if (NB > 1) _tile_stored(1, c + 256, 64);
+  if (MB > 1) _tile_stored(2, c + 512, 64);
+  if (MB > 1 && NB > 1) _tile_stored(3, c + 768, 64);
+}
+
+// Y[t][r + i] = c[..][i][t] for the tokens that exist.
+void scatter(const float* c, int mb, int nb, int64_t rows_here, int64_t t0, int64_t n, float* Y, int64_t ldy,
+             int64_t r) {
+  for (int a = 0; a < mb; ++a)
+    for (int b = 0; b < nb; ++b) {
+      const float* blk = c + (2 * a + b) * 256;
+      for (int64_t t = 0; t < 16 && t0 + 16 * b + t < n; ++t) {
+        float* y = Y + (t0 + 16 * b + t) * ldy + r + 16 * a;
+        const int64_t m = std::min<int64_t>(16, rows_here - 16 * a);
+        for (int64_t i = 0; i < m; ++i) y[i] = blk[i * 16 + t];
+      }
+    }
+}
+
+}  // namespace
+
+int64_t amx_bf16_input_elems(int64_t n, int64_t k) { return (n + 15) / 16 * (k / 32) * kStepElems; }
+
+AmxBf16Input amx_bf16_input_view(int64_t n, int64_t k, uint16_t* mem) { return {n, k, (n + 15) / 16, k / 32, mem}; }
+
+// Token blocks [tb0, tb1) of X [n][k] into in's tiles.
+// (GCC 12 warns that the widening intrinsics' undefined pass-through vector may be
+// used uninitialized: a false positive in its own headers.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+void pack_amx_bf16_blocks(const float* X, const AmxBf16Input& in, int64_t tb0, int64_t tb1) {
+  uint16_t* mem = in.tiles;
+  const int64_t k = in.k, n = in.n;
+  std::memset(mem + tb0 * in.nkb * kStepElems, 0, (tb1 - tb0) * in.nkb * kStepElems * sizeof(uint16_t));
+  const __m512i rows = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                          _mm512_set1_epi32(16));
+  for (int64_t t = tb0 * 16; t < std::min(n, tb1 * 16); ++t) {
+    const float* x = X + t * k;
+    for (int64_t kb = 0; kb < in.nkb; ++kb) {
+      uint16_t* step = mem + ((t / 16) * in.nkb + kb) * kStepElems;
+      __m512 lo = _mm512_loadu_ps(x + 32 * kb), hi = _mm512_loadu_ps(x + 32 * kb + 16);
+      for (int p = 0; p < kParts; ++p) {
+        const __m512bh h = _mm512_cvtne2ps_pbh(hi, lo);  // elements 0-15 from lo, 16-31 from hi
+        const __m512i hv = reinterpret_cast<__m512i>(h);
+        // The parts in fp32: bf16 bits shifted up.
+        const __m512 hlo = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(hv)), 16));
+        const __m512 hhi =
+            _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(hv, 1)), 16));
+        int32_t* base = reinterpret_cast<int32_t*>(step + p * kTileElems) + (t % 16);
+        _mm512_i32scatter_epi32(base, rows, hv, 4);
+        lo = _mm512_sub_ps(lo, hlo);
+        hi = _mm512_sub_ps(hi, hhi);
+      }
+    }
+  }
+}
+#pragma GCC diagnostic pop
+
+void amx_bf16_rows(const DenseMatrix& W, const AmxBf16Input& X, float* Y, int64_t r0, int64_t r1) {
+  const uint16_t* w = static_cast<const uint16_t*>(W.weights());
+  const int64_t K = W.cols, ldy = W.rows, nkb = X.nkb;
+  load_config();
+  alignas(64) float c[4 * 256];
+  // Token blocks in chunks whose B tiles (3 parts) fit in about 1 MiB of L2; every
+  // weight row pair of [r0, r1) runs against a chunk before the next one.
+  const int64_t chunk = std::max<int64_t>(2, std::min<int64_t>(X.ntb, (int64_t{1} << 20) / (nkb * kParts * kTileBytes)) / 2 * 2);
+  std::vector<uint16_t> pad;  // a last block of fewer than 16 rows, zero padded
+  for (int64_t tc = 0; tc < X.ntb; tc += chunk) {
+    const int64_t tend = std::min(X.ntb, tc + chunk);
+    for (int64_t r = r0; r < r1; r += 32) {
+      const int64_t rows_here = std::min<int64_t>(32, r1 - r);
+      const uint16_t* wr = w + r * K;
+      if (rows_here < 16 || (rows_here > 16 && rows_here < 32)) {  // copy the rows into a 32-row zeroed block
+        pad.assign(32 * K, 0);
+        std::memcpy(pad.data(), wr, rows_here * K * sizeof(uint16_t));
+        wr = pad.data();
+      }
+      const bool two_w = rows_here > 16;
+      for (int64_t tb = tc; tb < tend; tb += 2) {
+        const uint16_t* x = X.tiles + tb * nkb * kStepElems;
+        const bool two_t = tb + 1 < tend;
+        if (two_w && two_t) amx_block<2, 2>(wr, K, x, nkb, c);
+        else if (two_w) amx_block<2, 1>(wr, K, x, nkb, c);
+        else if (two_t) amx_block<1, 2>(wr, K, x, nkb, c);
+        else amx_block<1, 1>(wr, K, x, nkb, c);
+        scatter(c, two_w ? 2 : 1, two_t ? 2 : 1, rows_here, tb * 16, X.n, Y, ldy, r);
+      }
+    }
+  }
+  _tile_release();
+}
+
+}  // namespace qinfer::ops::detail
