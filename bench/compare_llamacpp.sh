@@ -43,7 +43,9 @@ usage: bash bench/compare_llamacpp.sh [--build-only] [--synth DIR | --layers N] 
   --ctx N          the deep-context decode point (default $ctx_deep)
   --build-only     only fetch and build llama.cpp (into \$LLAMA_CPP_CACHE=$CACHE)
   --keep           keep the synth checkpoint and GGUF files
-environment: QINFER (binary, default build/qinfer), QINFER_GGUF_CONVERTER (default
+environment: LLAMA_CPP_CMAKE_ARGS (extra cmake arguments for the llama.cpp build, e.g. a build without its
+  AMX kernels, which fault on some AMX hosts: see docs/PERFORMANCE.md), QINFER (binary, default build/qinfer),
+  QINFER_GGUF_CONVERTER (default
   $CONVERTER), LLAMA_CPP_CACHE, NODE_LLAMA_CPP_VERSION
   ($NODE_LLAMA_CPP_VERSION), PYTHON (needs numpy), QINFER_KERNEL_OPTS (passed to qinfer bench).
 EOF
@@ -102,7 +104,7 @@ build_llamacpp() {
   log "building llama.cpp $(git -C "$LLAMA_SRC" rev-parse --short HEAD) CPU-only (llama-bench; long on few cores)"
   cmake -S "$LLAMA_SRC" -B "$LLAMA_SRC/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
     -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_OPENSSL=OFF \
-    -DLLAMA_BUILD_EXAMPLES=OFF >"$CACHE/cmake.log" 2>&1 || die "cmake failed, see $CACHE/cmake.log"
+    -DLLAMA_BUILD_EXAMPLES=OFF ${LLAMA_CPP_CMAKE_ARGS:-} >"$CACHE/cmake.log" 2>&1 || die "cmake failed, see $CACHE/cmake.log"
   nice cmake --build "$LLAMA_SRC/build" --target llama-bench -j"${LLAMA_BUILD_JOBS:-2}" \
     >"$CACHE/build.log" 2>&1 || die "llama.cpp build failed, see $CACHE/build.log"
   [ -x "$LLAMA_BENCH" ] || die "the build made no $LLAMA_BENCH"
@@ -194,7 +196,7 @@ PYEOF
 }
 
 log "host: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) CPUs; qinfer $(git -C "$ROOT" rev-parse --short HEAD), llama.cpp $(git -C "$LLAMA_SRC" rev-parse --short HEAD)"
-grep -qw amx_int8 /proc/cpuinfo && log "note: this CPU flags AMX; llama.cpp's AMX Q8_0 kernel has died with SIGILL on such VMs (issue 19)"
+grep -qw amx_int8 /proc/cpuinfo && log "note: this CPU flags AMX; llama.cpp's AMX Q8_0 kernel (de3ff81) dies with SIGILL here (tilezero on an unconfigured tile); for --dense int8 build llama.cpp without it: LLAMA_CPP_CACHE=DIR LLAMA_CPP_CMAKE_ARGS='-DGGML_NATIVE=OFF -DGGML_AVX512=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON' (docs/PERFORMANCE.md)"
 for dense in $dense_list; do
   gguf="$(gguf_for "$dense")"
   for th in $threads_list; do

@@ -46,7 +46,8 @@ CpuFeatures detect() {
   // config and data) enabled by the OS; then the per-process permission for the
   // 8 KiB tile data state (Linux 5.16+; an older kernel refuses, as does a VM
   // that lists the feature but does not back it).
-  const bool amx_cpu = (d & (1u << 22)) && (d & (1u << 24));
+  // (matmul_amx.cc also uses AVX512-VBMI, cpuid 7.0 ecx bit 1: every AMX CPU has it.)
+  const bool amx_cpu = (d & (1u << 22)) && (d & (1u << 24)) && (c & (1u << 1));
   if (amx_cpu && (xcr0 & (3u << 17)) == (3u << 17) && f.avx512bf16) {
 #if defined(__linux__) && defined(SYS_arch_prctl)
     constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;

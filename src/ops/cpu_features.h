@@ -8,7 +8,7 @@ struct CpuFeatures {
   bool avx2 = false, fma = false, f16c = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
   bool avx512vnni = false, avx512bf16 = false;
-  // AMX-TILE + AMX-BF16 on the CPU, tile state enabled by the OS and granted to this
+  // AMX-TILE + AMX-BF16 (and AVX512-VBMI) on the CPU, tile state enabled by the OS and granted to this
   // process (Linux arch_prctl ARCH_REQ_XCOMP_PERM, asked once at detection). A CPU
   // that lists AMX where the permission is refused gets false, never a fault.
   bool amx_bf16 = false;

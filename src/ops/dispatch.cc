@@ -637,12 +637,23 @@ void matmul(const GptqMatrix& W, const float* X, int64_t n, float* Y) {
   matmul_batch(&item, 1);
 }
 
+namespace {
+// GPTQ prefill panels run on AMX where the BF16 panels do (the probe's or the
+// forced choice) and the zero point is uniform (symmetric GPTQ).
+bool gptq_amx_on(const KernelTable& t, const GptqMatrix& W, int64_t n) {
+  return n >= detail::kQ4PanelMin && W.uniform_zero() >= 0 && bf16_kernel_on(t, n) == Bf16Kernel::kAmx;
+}
+int64_t align64(int64_t b) { return (b + 63) / 64 * 64; }
+}  // namespace
+
 void matmul_batch(const BatchProduct* items, size_t count) {
   const KernelTable& t = table();
   constexpr int64_t TR = GptqMatrix::kTileRows;
   std::vector<detail::Q4Input> xq(count);
   std::vector<detail::Q8Input> xq8(count);      // dense int8 items on the integer path
   std::vector<char> q8int(count, 0);
+  std::vector<char> amxq(count, 0);              // GPTQ items on AMX panels
+  std::vector<detail::AmxQ4Input> xa(count);
   std::vector<char> active(count, 0);            // runs in the shared pass
   std::vector<int> dense_mode(count, 0);         // dense items: dense_rows_mode's mode
   std::vector<int64_t> row_start(count + 1, 0);  // active items' rows laid end to end, tile-aligned
@@ -661,6 +672,10 @@ void matmul_batch(const BatchProduct* items, size_t count) {
         bytes = it.n >= detail::kQ4PanelMin
                     ? (it.gptq->identity_layout() ? 0 : it.n * it.gptq->padded_cols() * int64_t{sizeof(float)})
                     : detail::q4_input_bytes(*it.gptq, it.n);
+        if (gptq_amx_on(t, *it.gptq, it.n)) {
+          amxq[i] = 1;
+          bytes = align64(bytes) + align64(detail::amx_q4_input_elems(it.n, it.gptq->padded_cols()) * 2);
+        }
         active[i] = 1;
       } else {
         check_dense(*it.dense, "matmul_batch");
@@ -721,6 +736,12 @@ void matmul_batch(const BatchProduct* items, size_t count) {
           it.gptq->gather_input(it.X + j * it.gptq->cols(), buf + j * it.gptq->padded_cols());
         xp[i] = buf;
       }
+      if (amxq[i]) {  // after the fp32 activations in packed order
+        const int64_t kp = it.gptq->padded_cols();
+        const int64_t skip = it.gptq->identity_layout() ? 0 : align64(it.n * kp * int64_t{sizeof(float)});
+        xa[i] = detail::amx_q4_input_view(it.n, kp, reinterpret_cast<uint16_t*>(mem + mem_start[i] + skip));
+        detail::pack_amx_q4_rows(xp[i], xa[i], 0, xa[i].np);
+      }
     }
   };
   if (count > 1 && quant >= 1 << 16 && !t_in_kernel) parallel_for(static_cast<int64_t>(count), 1, quantize);
@@ -735,7 +756,8 @@ void matmul_batch(const BatchProduct* items, size_t count) {
       const int64_t lo = std::max(b, row_start[i]) - row_start[i];
       const int64_t hi = std::min(e - row_start[i], it.gptq ? it.gptq->rows() : it.dense->rows);
       if (lo >= hi) continue;
-      if (it.gptq && xp[i]) t.gptq_rows_f32(*it.gptq, xp[i], it.n, it.Y, lo, hi);
+      if (it.gptq && amxq[i]) detail::amx_gptq_rows(*it.gptq, xa[i], it.Y, lo, hi);
+      else if (it.gptq && xp[i]) t.gptq_rows_f32(*it.gptq, xp[i], it.n, it.Y, lo, hi);
       else if (it.gptq) t.gptq_rows(*it.gptq, xq[i], it.Y, lo, hi);
       else if (q8int[i]) t.q8_int_rows(*it.dense, xq8[i], it.Y, lo, hi);
       else dense_rows_mode(t, dense_mode[i], *it.dense, it.X, it.n, it.Y, lo, hi);

@@ -51,7 +51,11 @@ void matmul(const DenseMatrix& W, const float* X, int64_t n, float* Y);
 // move by < 1e-5), then integer dot products on the codes (VNNI vpdpbusd on
 // AVX-512), scaled in fp32 per block. From 16 rows on (prefill) each 16-row
 // tile is dequantized once to fp32 and multiplied with fp32 FMAs. Every path
-// (scalar included) gives bit-identical results.
+// (scalar included) gives bit-identical results, except that where the BF16
+// panels run on AMX (Bf16Kernel::kAmx, below) symmetric-GPTQ prefill panels do
+// too: per 32-column block, tdpbf16ps of the exact codes (q - z in bf16) against
+// the activations' three bf16 parts, then fp32 scaling by the group scales; as
+// accurate (fp32 sums of exact products), another summation order.
 void matmul(const GptqMatrix& W, const float* X, int64_t n, float* Y);
 
 // Several products in one parallel pass (e.g. the experts of one MoE layer,
@@ -91,7 +95,8 @@ void matmul_batch(const BatchProduct* items, size_t count);
 //   amx       the same three-part split on Intel AMX tiles (tdpbf16ps, 16 x 16
 //             output blocks; avx512 hosts whose CPU and kernel grant AMX; matrices
 //             whose width is a multiple of 32, others widen): a panel candidate
-//             (n >= 16), about 5x the fp32 FMA rate per core (prefill).
+//             (n >= 16), about 4-5x the fp32 FMA rate per core (prefill); when
+//             chosen, symmetric GPTQ panels run on AMX as well (see matmul above).
 // Forced only (never picked by the probe):
 //   split     two parts (hi + lo, at most 2^-18 |x|): logits move ~7e-5
 //             relative on the test model, inside the golden 1e-3 budget but

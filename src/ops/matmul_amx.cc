@@ -23,7 +23,12 @@
 #include <cstring>
 #include <vector>
 
+#include "ops/gptq_pack.h"
 #include "ops/matmul_table.h"
+
+// GCC 12 warns that the conversion intrinsics' undefined pass-through vector may be
+// used uninitialized: a false positive in its own headers.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 namespace qinfer::ops::detail {
 namespace {
@@ -98,10 +103,6 @@ int64_t amx_bf16_input_elems(int64_t n, int64_t k) { return (n + 15) / 16 * (k /
 AmxBf16Input amx_bf16_input_view(int64_t n, int64_t k, uint16_t* mem) { return {n, k, (n + 15) / 16, k / 32, mem}; }
 
 // Token blocks [tb0, tb1) of X [n][k] into in's tiles.
-// (GCC 12 warns that the widening intrinsics' undefined pass-through vector may be
-// used uninitialized: a false positive in its own headers.)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 void pack_amx_bf16_blocks(const float* X, const AmxBf16Input& in, int64_t tb0, int64_t tb1) {
   uint16_t* mem = in.tiles;
   const int64_t k = in.k, n = in.n;
@@ -128,7 +129,6 @@ void pack_amx_bf16_blocks(const float* X, const AmxBf16Input& in, int64_t tb0, i
     }
   }
 }
-#pragma GCC diagnostic pop
 
 void amx_bf16_rows(const DenseMatrix& W, const AmxBf16Input& X, float* Y, int64_t r0, int64_t r1) {
   const uint16_t* w = static_cast<const uint16_t*>(W.weights());
@@ -163,5 +163,130 @@ void amx_bf16_rows(const DenseMatrix& W, const AmxBf16Input& X, float* Y, int64_
   }
   _tile_release();
 }
+
+// ---- GPTQ int4 prefill panels (uniform zero point): Y = Σ_blocks s_b ⊙ (X · (q - z)_bᵀ) ----
+//
+// Each 32-column block of a 16-row tile is one tdpbf16ps step: the codes minus
+// the zero point (-15..15) are exact in bf16, the activations are three bf16
+// parts, so the block's partial sums C_b[token][row] are fp32 sums of exact
+// products; they are scaled by the block's group scales (one vector of 16 rows)
+// and added in fp32, as the widening path adds s (q - z) x. Roles: A = 16
+// activation rows x 32 columns (row-major parts, no interleaving), B = the tile's
+// codes in the pair-interleaved order, built once per tile for all token blocks.
+// Two C tiles alternate so the tiles compute block b + 1 while the vector unit
+// scales block b.
+
+int64_t amx_q4_input_elems(int64_t n, int64_t kp) { return kParts * ((n + 15) / 16 * 16) * kp; }
+
+AmxQ4Input amx_q4_input_view(int64_t n, int64_t kp, uint16_t* mem) { return {n, kp, (n + 15) / 16 * 16, mem}; }
+
+void pack_amx_q4_rows(const float* Xp, const AmxQ4Input& in, int64_t j0, int64_t j1) {
+  const int64_t kp = in.kp, plane = in.np * kp;
+  for (int64_t j = j0; j < j1; ++j) {
+    uint16_t* d = in.parts + j * kp;
+    if (j >= in.n) {
+      for (int p = 0; p < kParts; ++p) std::memset(d + p * plane, 0, kp * sizeof(uint16_t));
+      continue;
+    }
+    const float* x = Xp + j * kp;
+    for (int64_t k = 0; k < kp; k += 16) {  // kp is a multiple of 32
+      __m512 v = _mm512_loadu_ps(x + k);
+      for (int p = 0; p < kParts; ++p) {
+        const __m256i h = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + p * plane + k), h);
+        v = _mm512_sub_ps(v, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)));
+      }
+    }
+  }
+}
+
+namespace {
+
+// The tile's codes as B tiles, one per block: row 4c + m holds, for each of the 16
+// weight rows l, the pair of columns 8c + 2m', 8c + 2m' + 1 (m' = m & 1, low
+// nibbles for m < 2, high for m >= 2) as bf16 (q - z): bytes 4l + 2m' + e of the
+// block's chunk c (ops/gptq_pack.h).
+void build_b_tiles(const uint8_t* codes, int64_t nb, const __m512i table, uint16_t* bbuf) {
+  alignas(64) uint8_t idx[2][64];
+  for (int odd = 0; odd < 2; ++odd)
+    for (int w = 0; w < 32; ++w) {
+      idx[odd][2 * w] = static_cast<uint8_t>(4 * (w >> 1) + 2 * odd + (w & 1));
+      idx[odd][2 * w + 1] = 0;
+    }
+  const __m512i ix0 = _mm512_load_si512(idx[0]), ix1 = _mm512_load_si512(idx[1]);
+  const __mmask64 even = 0x5555555555555555ull;
+  const __m512i nib = _mm512_set1_epi8(0x0f);
+  for (int64_t b = 0; b < nb; ++b)
+    for (int c = 0; c < 4; ++c) {
+      const __m512i v = _mm512_loadu_si512(codes + b * GptqMatrix::kTileBlockBytes + 64 * c);
+      const __m512i lo = _mm512_and_si512(v, nib), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
+      uint16_t* row = bbuf + (b * 16 + 4 * c) * 32;
+      _mm512_store_si512(row, _mm512_permutexvar_epi16(_mm512_maskz_permutexvar_epi8(even, ix0, lo), table));
+      _mm512_store_si512(row + 32, _mm512_permutexvar_epi16(_mm512_maskz_permutexvar_epi8(even, ix1, lo), table));
+      _mm512_store_si512(row + 64, _mm512_permutexvar_epi16(_mm512_maskz_permutexvar_epi8(even, ix0, hi), table));
+      _mm512_store_si512(row + 96, _mm512_permutexvar_epi16(_mm512_maskz_permutexvar_epi8(even, ix1, hi), table));
+    }
+}
+
+// C tile CT = Σ parts A_p · B(b): the block's 16 x 16 partial sums.
+#define QINFER_AMX_Q4_STEP(CT, BT, b)                      \
+  do {                                                     \
+    _tile_zero(CT);                                        \
+    _tile_loadd(BT, bbuf + (b) * kTileElems, 64);          \
+    _tile_loadd(4, a + (b) * 32, lda);                     \
+    _tile_dpbf16ps(CT, 4, BT);                             \
+    _tile_loadd(5, a + plane + (b) * 32, lda);             \
+    _tile_dpbf16ps(CT, 5, BT);                             \
+    _tile_loadd(6, a + 2 * plane + (b) * 32, lda);         \
+    _tile_dpbf16ps(CT, 6, BT);                             \
+  } while (0)
+
+}  // namespace
+
+void amx_gptq_rows(const GptqMatrix& W, const AmxQ4Input& X, float* Y, int64_t r0, int64_t r1) {
+  const int64_t nb = W.blocks(), kp = X.kp, lda = kp * 2, plane = X.np * kp, ldy = W.rows();
+  load_config();
+  alignas(64) uint16_t tbl[32] = {};
+  const int z = W.uniform_zero();
+  for (int q = 0; q < 16; ++q) tbl[q] = f32_to_bf16(static_cast<float>(q - z));
+  const __m512i table = _mm512_load_si512(tbl);
+  thread_local std::vector<uint16_t, std::allocator<uint16_t>> bstore;
+  if (static_cast<int64_t>(bstore.size()) < nb * kTileElems + 32) bstore.resize(nb * kTileElems + 32);
+  uint16_t* bbuf = reinterpret_cast<uint16_t*>((reinterpret_cast<uintptr_t>(bstore.data()) + 63) & ~uintptr_t{63});
+  alignas(64) float cbuf[2][256];
+  const bool half = W.half_scales();
+  for (int64_t r = r0; r < r1; r += 16) {
+    const int64_t t = r / 16;
+    const int nr = static_cast<int>(std::min<int64_t>(16, r1 - r));
+    build_b_tiles(W.tile_codes(t), nb, table, bbuf);
+    for (int64_t j0 = 0; j0 < X.n; j0 += 16) {
+      const uint16_t* a = X.parts + j0 * kp;
+      __m512 acc[16];
+      for (int i = 0; i < 16; ++i) acc[i] = _mm512_setzero_ps();
+      auto scale_add = [&](const float* c, int64_t b) {
+        const int64_t g = W.block_group(b);
+        const __m512 sv = half ? _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(W.tile_scales_f16(t, g))))
+                               : _mm512_loadu_ps(W.tile_scales_f32(t, g));
+#pragma GCC unroll 16
+        for (int i = 0; i < 16; ++i) acc[i] = _mm512_fmadd_ps(_mm512_load_ps(c + 16 * i), sv, acc[i]);
+      };
+      QINFER_AMX_Q4_STEP(0, 2, 0);
+      for (int64_t b = 0; b < nb; b += 2) {
+        if (b + 1 < nb) QINFER_AMX_Q4_STEP(1, 3, b + 1);
+        _tile_stored(0, cbuf[0], 64);
+        scale_add(cbuf[0], b);
+        if (b + 1 < nb) {
+          if (b + 2 < nb) QINFER_AMX_Q4_STEP(0, 2, b + 2);
+          _tile_stored(1, cbuf[1], 64);
+          scale_add(cbuf[1], b + 1);
+        }
+      }
+      const __mmask16 m = static_cast<__mmask16>((1u << nr) - 1);
+      for (int64_t i = 0; i < 16 && j0 + i < X.n; ++i) _mm512_mask_storeu_ps(Y + (j0 + i) * ldy + r, m, acc[i]);
+    }
+  }
+  _tile_release();
+}
+#undef QINFER_AMX_Q4_STEP
 
 }  // namespace qinfer::ops::detail

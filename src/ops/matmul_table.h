@@ -116,6 +116,19 @@ AmxBf16Input amx_bf16_input_view(int64_t n, int64_t k, uint16_t* mem);
 void pack_amx_bf16_blocks(const float* X, const AmxBf16Input& in, int64_t tb0, int64_t tb1);
 // Rows [r0, r1) of Y[X.n][W.rows].
 void amx_bf16_rows(const DenseMatrix& W, const AmxBf16Input& X, float* Y, int64_t r0, int64_t r1);
+// GPTQ prefill panels on AMX (W.uniform_zero() >= 0; when the BF16 panels run on
+// AMX): activations Xp [n][kp] (packed column order) as three bf16 parts
+// `parts` [3][np][kp], np = n rounded up to 16 (rows past n zero).
+struct AmxQ4Input {
+  int64_t n = 0, kp = 0, np = 0;
+  uint16_t* parts = nullptr;
+};
+int64_t amx_q4_input_elems(int64_t n, int64_t kp);
+AmxQ4Input amx_q4_input_view(int64_t n, int64_t kp, uint16_t* mem);
+// Rows [j0, j1) of the view's np rows (64-byte aligned mem; any thread).
+void pack_amx_q4_rows(const float* Xp, const AmxQ4Input& in, int64_t j0, int64_t j1);
+// Rows [r0, r1) of Y[X.n][W.rows()], r0 a multiple of 16.
+void amx_gptq_rows(const GptqMatrix& W, const AmxQ4Input& X, float* Y, int64_t r0, int64_t r1);
 
 const KernelTable& scalar_kernels();
 // The reference quantizer (also the AVX2 table's).

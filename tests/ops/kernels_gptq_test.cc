@@ -242,6 +242,49 @@ TEST(GptqKernels, SimdPathsMatchScalarTwin) {
   }
 }
 
+// Symmetric GPTQ prefill panels on AMX tiles (where the BF16 panels run there)
+// against the scalar fp32 panels and the canonical dequantization: awkward row
+// counts (partial 16-row tiles), padded groups, permuted columns, fp16 and fp32
+// scales, activation counts around the 16-row token blocks, outliers.
+TEST(GptqKernels, AmxPanelsMatchScalarTwin) {
+  if (!cpu_features().has_avx512_path() || !cpu_features().amx_bf16)
+    GTEST_SKIP() << "AMX panels need AMX-BF16 granted by the kernel, which this CPU lacks (" << cpu_features().describe()
+                 << ")";
+  std::mt19937 rng(21);
+  const Config cfgs[] = {{1, 32, 32}, {17, 96, 24}, {40, 256, 32}, {272, 1024, 32}, {33, 384, 128}};
+  for (const Config& cf : cfgs)
+    for (bool f16 : {false, true})
+      for (GIdx gi : {GIdx::None, GIdx::Permuted}) {
+        Canon c = make_canon(cf.rows, cf.cols, cf.gs, true, gi, rng, f16);
+        auto m = gptq_pack(c.view());
+        ASSERT_GE(m->uniform_zero(), 0);
+        for (int64_t n : {16, 17, 33, 70}) {
+          auto x = testing::random_floats(rng, n * c.cols);
+          for (size_t i = 0; i < x.size(); i += 97) x[i] *= 50;
+          std::vector<float> want(n * c.rows), y(n * c.rows, -999.0f);
+          {
+            PathGuard g("scalar");
+            matmul(*m, x.data(), n, want.data());
+          }
+          {
+            PathGuard g("avx512");
+            KernelOptions o;
+            o.bf16 = Bf16Kernel::kAmx;
+            set_kernel_options(o);
+            matmul(*m, x.data(), n, y.data());
+            set_kernel_options(KernelOptions{});
+          }
+          std::vector<double> ref, tol;
+          reference(c, x, n, ref, tol);
+          const std::string what = qinfer::cat(cf.rows, "x", cf.cols, " gs=", cf.gs, f16 ? " f16" : " f32",
+                                               " g_idx=", int(gi), " n=", n);
+          expect_close(y, ref, tol, 1.0, what);
+          std::vector<double> want_d(want.begin(), want.end());
+          expect_close(y, want_d, tol, 1.0, what + " vs scalar");
+        }
+      }
+}
+
 TEST(GptqKernels, LayoutAndSize) {
   std::mt19937 rng(1);
   Canon plain = make_canon(4, 256, 32, true, GIdx::None, rng);
