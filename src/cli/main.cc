@@ -43,7 +43,7 @@ void usage(std::FILE* out) {
                "  QINFER_KERNEL_OPTS=bf16_widen|bf16_widen_t0|bf16_widen_nopf|bf16_widen_tiled|bf16_widen256|bf16_split3\n"
                "      |bf16_amx  force an exact BF16 dense kernel (amx: Intel AMX tiles, panels of 16+ rows)\n"
                "      (default: a start-up probe picks the fastest, logged once on stderr)\n"
-               "  QINFER_KERNEL_OPTS=q8_int|q8_widen  force the --dense int8 kernel for 1-7 activation rows\n"
+               "  QINFER_KERNEL_OPTS=q8_int|q8_widen|q8_widen_tiled  force the --dense int8 kernel for 1-7 activation rows\n"
                "      (default: a start-up probe picks the faster per host, logged once)\n"
                "  QINFER_KERNEL_OPTS=bf16_split  activations as bf16 hi + lo (error 2^-18, logits ~1e-4)\n"
                "  QINFER_KERNEL_OPTS=bf16_dot  opt-in, less exact: round activations to bf16 for BF16\n"

@@ -280,7 +280,7 @@ void bf16_split_product(const KernelTable& t, int parts, const DenseMatrix& W, c
   });
 }
 
-// The bf16_matvec_rows mode of a widening kernel; -1 for the others.
+// The matvec_rows mode of a widening kernel; -1 for the others.
 int widen_mode(Bf16Kernel k) {
   switch (k) {
     case Bf16Kernel::kWiden: return detail::kBf16MatvecSeqNta;
@@ -295,7 +295,7 @@ bool bf16_available(const KernelTable& t, Bf16Kernel k) {
   switch (k) {
     case Bf16Kernel::kWiden: return true;
     case Bf16Kernel::kWidenT0: case Bf16Kernel::kWidenNoPf: case Bf16Kernel::kWidenTiled:
-      return t.bf16_matvec_rows != nullptr;
+      return t.matvec_rows != nullptr;
     case Bf16Kernel::kWiden256: return &t == &detail::avx512_kernels() && cpu_features().has_avx2_path();
     case Bf16Kernel::kSplit: case Bf16Kernel::kSplit3: return t.bf16_dot_rows != nullptr;
     case Bf16Kernel::kAmx: return &t == &detail::avx512_kernels() && cpu_features().amx_bf16;
@@ -334,7 +334,7 @@ void bf16_exact_product(const KernelTable& t, Bf16Kernel k, const DenseMatrix& W
     return bf16_split_product(t, k == Bf16Kernel::kSplit ? 2 : 3, W, X, n, Y, work);
   const int mode = widen_mode(k);
   if (n == 1 && mode > 0)
-    return for_rows(W.rows, work, [&](int64_t r0, int64_t r1) { t.bf16_matvec_rows(mode, W, X, Y, r0, r1); });
+    return for_rows(W.rows, work, [&](int64_t r0, int64_t r1) { t.matvec_rows(mode, W, X, Y, r0, r1); });
   const KernelTable& rt = k == Bf16Kernel::kWiden256 ? detail::avx2_kernels() : t;
   for_rows(W.rows, work, [&](int64_t r0, int64_t r1) { rt.dense_rows(W, X, n, Y, r0, r1); });
 }
@@ -343,7 +343,7 @@ void bf16_exact_product(const KernelTable& t, Bf16Kernel k, const DenseMatrix& W
 // shared_pass_mode (0 = the table's dense_rows).
 void dense_rows_mode(const KernelTable& t, int mode, const DenseMatrix& W, const float* X, int64_t n, float* Y,
                      int64_t r0, int64_t r1) {
-  if (mode > 0 && n == 1) t.bf16_matvec_rows(mode, W, X, Y, r0, r1);
+  if (mode > 0 && n == 1) t.matvec_rows(mode, W, X, Y, r0, r1);
   else t.dense_rows(W, X, n, Y, r0, r1);
 }
 
@@ -472,9 +472,12 @@ Bf16Kernel bf16_kernel_on(const KernelTable& t, int64_t n) {
 }
 
 // How a dense product runs in matmul_batch's shared pass: the table's own
-// widening kernel in bf16_matvec_rows mode >= 0 (dense_rows_mode), or -1 when a
+// widening kernel in matvec_rows mode >= 0 (dense_rows_mode), or -1 when a
 // BF16 alternative (split, widen256, bf16_dot) must run alone.
+Q8Kernel q8_kernel_on(const KernelTable& t, int64_t n);  // below
+
 int shared_pass_mode(const KernelTable& t, const DenseMatrix& W, int64_t n) {
+  if (W.type == WType::Q8 && n == 1 && q8_kernel_on(t, 1) == Q8Kernel::kWidenTiled) return detail::kBf16MatvecTiled;
   if (W.type != WType::BF16) return 0;
   if (t.bf16_dot_rows && bf16_dot_flag().load(std::memory_order_relaxed)) return -1;
   return widen_mode(bf16_kernel_on(t, n));
@@ -487,6 +490,8 @@ constexpr int64_t kQ8IntMaxRows = 8;
 // An int8 product on either kernel; the integer one quantizes X first.
 void q8_product(const KernelTable& t, Q8Kernel k, const DenseMatrix& W, const float* X, int64_t n, float* Y,
                 double work) {
+  if (k == Q8Kernel::kWidenTiled && n == 1 && t.matvec_rows)
+    return for_rows(W.rows, work, [&](int64_t r0, int64_t r1) { t.matvec_rows(detail::kBf16MatvecTiled, W, X, Y, r0, r1); });
   if (k != Q8Kernel::kInt) return for_rows(W.rows, work, [&](int64_t r0, int64_t r1) { t.dense_rows(W, X, n, Y, r0, r1); });
   std::unique_ptr<unsigned char[]> raw(new unsigned char[detail::q8_input_bytes(W.cols, n) + 64]);
   unsigned char* mem = raw.get() + (64 - reinterpret_cast<uintptr_t>(raw.get()) % 64) % 64;
@@ -520,16 +525,24 @@ Q8Kernel q8_probe(const KernelTable& t, bool one) {
   W.row_scale.assign(rows, 1.0f / 127);
   std::vector<float> x(n * cols), y(n * rows);
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) - 3.0f;
-  const Q8Kernel cand[2] = {Q8Kernel::kInt, Q8Kernel::kWiden};
+  std::vector<Q8Kernel> cand;
+  if (t.q8_int_rows) cand.push_back(Q8Kernel::kInt);
+  cand.push_back(Q8Kernel::kWiden);
+  if (one && t.matvec_rows) cand.push_back(Q8Kernel::kWidenTiled);
   const std::vector<double> best =
-      probe_times(2, [&](size_t c) { q8_product(t, cand[c], W, x.data(), n, y.data(), dense_work(W, n)); });
-  const int pick = best[1] < best[0] ? 1 : 0;
+      probe_times(cand.size(), [&](size_t c) { q8_product(t, cand[c], W, x.data(), n, y.data(), dense_work(W, n)); });
+  const size_t pick = std::min_element(best.begin(), best.end()) - best.begin();
   const double gb = static_cast<double>(rows * cols) / 1e9;
-  char buf[160];
-  std::snprintf(buf, sizeof buf, " (probe, best of 4: int %.3f ms (%.1f GB/s), widen %.3f ms (%.1f GB/s))",
-                best[0] * 1e3, gb / best[0], best[1] * 1e3, gb / best[1]);
+  std::string buf = " (probe, best of 4:";
+  for (size_t c = 0; c < cand.size(); ++c) {
+    char b[80];
+    std::snprintf(b, sizeof b, "%s %s %.3f ms (%.1f GB/s)", c ? "," : "", q8_kernel_name(cand[c]), best[c] * 1e3,
+                  gb / best[c]);
+    buf += b;
+  }
+  buf += ")";
   log_info("kernels ", t.name, ": int8 dense ", one ? "decode (1 row)" : "products of 2-7 rows", " use ",
-           q8_kernel_name(cand[pick]), buf, "; QINFER_KERNEL_OPTS=q8_int or q8_widen forces one");
+           q8_kernel_name(cand[pick]), buf, "; QINFER_KERNEL_OPTS=q8_int, q8_widen or q8_widen_tiled forces one");
   return cand[pick];
 }
 
@@ -539,8 +552,10 @@ Q8Kernel q8_kernel_on(const KernelTable& t, int64_t n) {
   if (forced == Q8Kernel::kInt && !t.q8_int_rows)
     fail("kernel option q8_int is not available on kernel path ", t.name, " (it needs a byte dot product: avx512's "
          "VNNI, or the scalar twin)");
+  if (forced == Q8Kernel::kWidenTiled && !t.matvec_rows)
+    fail("kernel option q8_widen_tiled is not available on kernel path ", t.name, " (avx2 or avx512)");
   if (forced != Q8Kernel::kProbe) return forced;
-  if (!t.q8_int_rows) return Q8Kernel::kWiden;
+  if (!t.q8_int_rows && (n != 1 || !t.matvec_rows)) return Q8Kernel::kWiden;  // one candidate
   return probed_once(n == 1 ? q8_choice(t).one : q8_choice(t).few, [&] { return q8_probe(t, n == 1); });
 }
 
@@ -570,10 +585,11 @@ KernelOptions parse_kernel_options(const char* spec) {
     else if (tok == "bf16_amx") o.bf16 = Bf16Kernel::kAmx;
     else if (tok == "q8_widen") o.q8 = Q8Kernel::kWiden;
     else if (tok == "q8_int") o.q8 = Q8Kernel::kInt;
+    else if (tok == "q8_widen_tiled") o.q8 = Q8Kernel::kWidenTiled;
     else if (!tok.empty())
       fail("QINFER_KERNEL_OPTS: unknown option '", tok,
            "' (known: bf16_dot, bf16_widen, bf16_widen_t0, bf16_widen_nopf, bf16_widen_tiled, bf16_widen256, "
-           "bf16_split3, bf16_split, bf16_amx, q8_int, q8_widen)");
+           "bf16_split3, bf16_split, bf16_amx, q8_int, q8_widen, q8_widen_tiled)");
     pos = end + 1;
   }
   return o;
@@ -599,6 +615,7 @@ const char* q8_kernel_name(Q8Kernel k) {
     case Q8Kernel::kProbe: return "probe";
     case Q8Kernel::kInt: return "int";
     case Q8Kernel::kWiden: return "widen";
+    case Q8Kernel::kWidenTiled: return "widen_tiled";
   }
   return "?";
 }
@@ -625,6 +642,8 @@ void matmul(const DenseMatrix& W, const float* X, int64_t n, float* Y) {
     return bf16_dot_product(t, W, X, n, Y, work);
   if (W.type == WType::BF16) return bf16_exact_product(t, bf16_kernel_on(t, n), W, X, n, Y, work);
   if (q8_int_on(t, W, n)) return q8_product(t, Q8Kernel::kInt, W, X, n, Y, work);
+  if (W.type == WType::Q8 && n == 1 && q8_kernel_on(t, 1) == Q8Kernel::kWidenTiled)
+    return q8_product(t, Q8Kernel::kWidenTiled, W, X, n, Y, work);
   for_rows(W.rows, work, [&](int64_t r0, int64_t r1) { t.dense_rows(W, X, n, Y, r0, r1); });
 }
 

@@ -123,8 +123,12 @@ enum class Bf16Kernel { kProbe, kWiden, kWiden256, kSplit3, kSplit, kWidenT0, kW
 //   widen  the codes widened to fp32 in registers (dense_rows), as for n >= 8.
 // Which is faster depends on the host and on n (Zen 5: int from memory at n = 1,
 // widen at n = 4), so a start-up probe picks one for n = 1 and one for 2 <= n < 8;
-// QINFER_KERNEL_OPTS=q8_int or q8_widen forces one for every n < 8.
-enum class Q8Kernel { kProbe, kInt, kWiden };
+// QINFER_KERNEL_OPTS=q8_int, q8_widen or q8_widen_tiled forces one for every n < 8
+// (widen_tiled widens for n > 1).
+//   widen_tiled  (one row only, SIMD paths) the same widening in 8-row (avx512) /
+//          4-row (avx2) tiles that read x once: on the Intel Xeon of issue 19 the
+//          row-after-row kernels stream 2 KiB int8 rows at a fraction of the rate.
+enum class Q8Kernel { kProbe, kInt, kWiden, kWidenTiled };
 struct KernelOptions {
   bool bf16_dot = false;
   Bf16Kernel bf16 = Bf16Kernel::kProbe;

@@ -365,7 +365,7 @@ void q8_int_rows(const DenseMatrix& W, const Q8Input& X, float* Y, int64_t r0, i
 }  // namespace
 
 const KernelTable& avx512_kernels() {
-  static const KernelTable t{"avx512", dense_rows, gptq_rows, gptq_rows_f32, q4_quantize, bf16_dot_rows, bf16_matvec_rows,
+  static const KernelTable t{"avx512", dense_rows, gptq_rows, gptq_rows_f32, q4_quantize, bf16_dot_rows, matvec_rows,
                              q8_int_rows, bf16_split2_rows};
   return t;
 }

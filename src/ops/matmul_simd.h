@@ -4,7 +4,7 @@
 // header inside an anonymous namespace, so every instantiation stays local to
 // the translation unit compiled for its instruction set.
 //
-// Dense weights (entry: dense_rows, bf16_matvec_rows below):
+// Dense weights (entry: dense_rows, matvec_rows below):
 //  * n = 1 (decode): rows of <= 8 KiB read one after another (dense_row_seq),
 //    longer rows in 8-row tiles; n < kPrefillMin: NR x NX fused tiles
 //    (dense_matvec_simd.h).
@@ -90,13 +90,19 @@ void dense_rows(const DenseMatrix& W, const float* X, int64_t n, float* Y, int64
   }
 }
 
-// BF16 decode (n = 1) with one of the DecodeMode variants (all fp32-widening,
+// BF16 or int8 decode (n = 1) with one of the DecodeMode variants (all fp32-widening,
 // as exact as dense_rows; only the summation order of the tiled one differs).
-void bf16_matvec_rows(int mode, const DenseMatrix& W, const float* X, float* Y, int64_t r0, int64_t r1) {
+template <class L, class E>
+void matvec_rows_typed(int mode, const DenseMatrix& W, const float* X, float* Y, int64_t r0, int64_t r1) {
   switch (mode) {
-    case kSeqT0: return dense_rows_typed<LdBF16, uint16_t, kSeqT0>(W, X, 1, Y, r0, r1);
-    case kSeqNone: return dense_rows_typed<LdBF16, uint16_t, kSeqNone>(W, X, 1, Y, r0, r1);
-    case kTiled: return dense_rows_typed<LdBF16, uint16_t, kTiled>(W, X, 1, Y, r0, r1);
-    default: return dense_rows_typed<LdBF16, uint16_t, kSeqNta>(W, X, 1, Y, r0, r1);
+    case kSeqT0: return dense_rows_typed<L, E, kSeqT0>(W, X, 1, Y, r0, r1);
+    case kSeqNone: return dense_rows_typed<L, E, kSeqNone>(W, X, 1, Y, r0, r1);
+    case kTiled: return dense_rows_typed<L, E, kTiled>(W, X, 1, Y, r0, r1);
+    default: return dense_rows_typed<L, E, kSeqNta>(W, X, 1, Y, r0, r1);
   }
+}
+
+void matvec_rows(int mode, const DenseMatrix& W, const float* X, float* Y, int64_t r0, int64_t r1) {
+  if (W.type == WType::Q8) return matvec_rows_typed<LdI8, int8_t>(mode, W, X, Y, r0, r1);
+  return matvec_rows_typed<LdBF16, uint16_t>(mode, W, X, Y, r0, r1);
 }

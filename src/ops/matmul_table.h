@@ -78,10 +78,10 @@ struct KernelTable {
   // Optional (null when unsupported): BF16 W times bf16 activations Xb
   // [n][round_up(W.cols, 32)], zero padded.
   void (*bf16_dot_rows)(const DenseMatrix& W, const uint16_t* Xb, int64_t n, float* Y, int64_t r0, int64_t r1);
-  // Optional (null on the scalar path): BF16 W times one fp32 activation row x,
+  // Optional (null on the scalar path): BF16 or Q8 W times one fp32 activation row x,
   // rows [r0, r1), with memory-access variant `mode` (kBf16Matvec* below; every
   // one widens to fp32 like dense_rows, only prefetching and row order differ).
-  void (*bf16_matvec_rows)(int mode, const DenseMatrix& W, const float* x, float* y, int64_t r0, int64_t r1);
+  void (*matvec_rows)(int mode, const DenseMatrix& W, const float* x, float* y, int64_t r0, int64_t r1);
   // Optional (null where the ISA has no byte dot product worth it: avx2): Q8 W
   // ([rows][k] int8 codes, row scales) times quantized activations X, rows [r0, r1)
   // of Y[X.n][W.rows]. Every path that has it computes bit-identical results.
@@ -93,7 +93,7 @@ struct KernelTable {
   void (*bf16_split2_rows)(const DenseMatrix& W, const uint16_t* Xs, float* Y, int64_t r0, int64_t r1);
 };
 
-// bf16_matvec_rows modes (the same numbers as dense_matvec_simd.h's DecodeMode).
+// matvec_rows modes (the same numbers as dense_matvec_simd.h's DecodeMode).
 constexpr int kBf16MatvecSeqNta = 0, kBf16MatvecSeqT0 = 1, kBf16MatvecSeqNone = 2, kBf16MatvecTiled = 3;
 
 constexpr int64_t kBf16DotPad = 32;

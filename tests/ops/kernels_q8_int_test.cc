@@ -182,14 +182,31 @@ TEST(Q8Int, MatmulDispatch) {
       t.dense_rows(W, x.data(), n, widen.data(), 0, rows);
       const Quantized q = quantize(x, n, cols);
       const std::vector<float> integer = t.q8_int_rows ? run(t, W, q.q, 0, rows) : std::vector<float>{};
+      // The tiled widening (one row, SIMD paths): the row kernel in kBf16MatvecTiled mode.
+      std::vector<float> tiled(n * rows);
+      if (t.matvec_rows && n == 1) t.matvec_rows(detail::kBf16MatvecTiled, W, x.data(), tiled.data(), 0, rows);
+      else tiled = widen;
       const Q8Kernel chosen = q8_kernel_for(n);
-      ASSERT_TRUE(chosen == Q8Kernel::kInt || chosen == Q8Kernel::kWiden) << path << " n=" << n;
-      if (!t.q8_int_rows || n >= 8) {
+      ASSERT_TRUE(chosen == Q8Kernel::kInt || chosen == Q8Kernel::kWiden || chosen == Q8Kernel::kWidenTiled)
+          << path << " n=" << n;
+      if ((!t.q8_int_rows && !(t.matvec_rows && n == 1)) || n >= 8) {
         EXPECT_EQ(chosen, Q8Kernel::kWiden) << path << " n=" << n;
       }
+      if (chosen == Q8Kernel::kWidenTiled) {
+        EXPECT_EQ(n, 1) << path;
+      }
       const std::vector<float> y = matmul_with(Q8Kernel::kProbe, W, x, n);
-      EXPECT_TRUE(same_bits(y, chosen == Q8Kernel::kInt ? integer : widen)) << path << " n=" << n;
+      EXPECT_TRUE(same_bits(y, chosen == Q8Kernel::kInt ? integer : chosen == Q8Kernel::kWidenTiled ? tiled : widen))
+          << path << " n=" << n;
       EXPECT_TRUE(same_bits(matmul_with(Q8Kernel::kWiden, W, x, n), widen)) << path << " n=" << n << " q8_widen";
+      if (t.matvec_rows) {
+        EXPECT_TRUE(same_bits(matmul_with(Q8Kernel::kWidenTiled, W, x, n), tiled))
+            << path << " n=" << n << " q8_widen_tiled";
+        testing::expect_close(tiled, std::vector<double>(widen.begin(), widen.end()),
+                              std::vector<double>(widen.size(), 1.0), 1e-4, path + " tiled vs widen");
+      } else if (n < 8) {  // from 8 rows on every option widens
+        EXPECT_THROW(matmul_with(Q8Kernel::kWidenTiled, W, x, n), Error) << path;
+      }
       if (t.q8_int_rows) {
         EXPECT_TRUE(same_bits(matmul_with(Q8Kernel::kInt, W, x, n), n < 8 ? integer : widen))
             << path << " n=" << n << " q8_int";
@@ -214,6 +231,7 @@ TEST(Q8Int, MatmulDispatch) {
   }
   EXPECT_EQ(parse_kernel_options("q8_widen").q8, Q8Kernel::kWiden);
   EXPECT_EQ(parse_kernel_options("q8_int").q8, Q8Kernel::kInt);
+  EXPECT_EQ(parse_kernel_options("q8_widen_tiled").q8, Q8Kernel::kWidenTiled);
   EXPECT_EQ(parse_kernel_options("bf16_widen").q8, Q8Kernel::kProbe);
 }
 
@@ -228,10 +246,14 @@ TEST(Q8Int, ProbeChoosesQuicklyAndKeepsTheChoice) {
     std::cout << path << ": int8 1 row " << q8_kernel_name(one) << ", 2-7 rows " << q8_kernel_name(few) << " (" << s
               << " s)\n";
     EXPECT_LT(s, 1.0 * testing::kSanitizerSlowdown) << path;
-    for (Q8Kernel k : {one, few}) EXPECT_TRUE(k == Q8Kernel::kInt || k == Q8Kernel::kWiden) << path;
+    EXPECT_TRUE(one == Q8Kernel::kInt || one == Q8Kernel::kWiden || one == Q8Kernel::kWidenTiled) << path;
+    EXPECT_TRUE(few == Q8Kernel::kInt || few == Q8Kernel::kWiden) << path;  // tiled: one row only
     if (path == "avx2") {
-      EXPECT_EQ(one, Q8Kernel::kWiden);
+      EXPECT_NE(one, Q8Kernel::kInt);
       EXPECT_EQ(few, Q8Kernel::kWiden);
+    }
+    if (path == "scalar") {
+      EXPECT_NE(one, Q8Kernel::kWidenTiled);
     }
     for (int64_t n = 2; n < 8; ++n) EXPECT_EQ(q8_kernel_for(n), few) << path << " n=" << n;
     EXPECT_EQ(q8_kernel_for(1), one) << path;
