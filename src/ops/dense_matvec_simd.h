@@ -129,9 +129,9 @@ inline void dense_row_seq(const E* w, const float* x, int64_t K, float* y, const
 // Decode (n = 1) on short rows (<= kSeqRowBytes) has exact variants that differ
 // only in memory access (the probe in dispatch.cc picks one per host):
 enum DecodeMode {
-  kSeqNta = kBf16MatvecSeqNta,    // rows one after another, non-temporal prefetch 4 KiB ahead
-  kSeqT0 = kBf16MatvecSeqT0,      // the same, prefetch into L1 (T0)
-  kSeqNone = kBf16MatvecSeqNone,  // the same, no software prefetch
-  kTiled = kBf16MatvecTiled,      // NR1-row tiles reading x once per tile, next tile prefetched (the long-row kernel)
+  kSeqNta = kMatvecSeqNta,    // rows one after another, non-temporal prefetch 4 KiB ahead
+  kSeqT0 = kMatvecSeqT0,      // the same, prefetch into L1 (T0)
+  kSeqNone = kMatvecSeqNone,  // the same, no software prefetch
+  kTiled = kMatvecTiled,      // NR1-row tiles reading x once per tile, next tile prefetched (the long-row kernel)
 };
 

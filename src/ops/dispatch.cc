@@ -283,10 +283,10 @@ void bf16_split_product(const KernelTable& t, int parts, const DenseMatrix& W, c
 // The matvec_rows mode of a widening kernel; -1 for the others.
 int widen_mode(Bf16Kernel k) {
   switch (k) {
-    case Bf16Kernel::kWiden: return detail::kBf16MatvecSeqNta;
-    case Bf16Kernel::kWidenT0: return detail::kBf16MatvecSeqT0;
-    case Bf16Kernel::kWidenNoPf: return detail::kBf16MatvecSeqNone;
-    case Bf16Kernel::kWidenTiled: return detail::kBf16MatvecTiled;
+    case Bf16Kernel::kWiden: return detail::kMatvecSeqNta;
+    case Bf16Kernel::kWidenT0: return detail::kMatvecSeqT0;
+    case Bf16Kernel::kWidenNoPf: return detail::kMatvecSeqNone;
+    case Bf16Kernel::kWidenTiled: return detail::kMatvecTiled;
     default: return -1;
   }
 }
@@ -307,18 +307,10 @@ bool bf16_available(const KernelTable& t, Bf16Kernel k) {
 // The three-part split on AMX tiles: X packed once (token blocks across threads,
 // into a per-thread buffer that only grows), then rows split across threads.
 void bf16_amx_product(const DenseMatrix& W, const float* X, int64_t n, float* Y, double work) {
-  struct Buffer {
-    std::unique_ptr<uint16_t, decltype(&std::free)> p{nullptr, &std::free};
-    int64_t elems = 0;
-  };
-  thread_local Buffer buf;
+  thread_local std::vector<uint16_t> buf;
   const int64_t elems = detail::amx_bf16_input_elems(n, W.cols);
-  if (elems > buf.elems) {
-    buf.p.reset(static_cast<uint16_t*>(std::aligned_alloc(64, (elems * 2 + 63) / 64 * 64)));
-    buf.elems = buf.p ? elems : 0;
-    if (!buf.p) fail("matmul: out of memory for ", elems * 2, " bytes of AMX activation tiles");
-  }
-  const detail::AmxBf16Input in = detail::amx_bf16_input_view(n, W.cols, buf.p.get());
+  if (static_cast<int64_t>(buf.size()) < elems) buf.resize(elems);
+  const detail::AmxBf16Input in = detail::amx_bf16_input_view(n, W.cols, buf.data());
   if (t_in_kernel) detail::pack_amx_bf16_blocks(X, in, 0, in.ntb);
   else parallel_for(in.ntb, 2, [&](int64_t b0, int64_t b1, int) { detail::pack_amx_bf16_blocks(X, in, b0, b1); });
   for_rows(W.rows, work, [&](int64_t r0, int64_t r1) { detail::amx_bf16_rows(W, in, Y, r0, r1); });
@@ -477,7 +469,7 @@ Bf16Kernel bf16_kernel_on(const KernelTable& t, int64_t n) {
 Q8Kernel q8_kernel_on(const KernelTable& t, int64_t n);  // below
 
 int shared_pass_mode(const KernelTable& t, const DenseMatrix& W, int64_t n) {
-  if (W.type == WType::Q8 && n == 1 && q8_kernel_on(t, 1) == Q8Kernel::kWidenTiled) return detail::kBf16MatvecTiled;
+  if (W.type == WType::Q8 && n == 1 && q8_kernel_on(t, 1) == Q8Kernel::kWidenTiled) return detail::kMatvecTiled;
   if (W.type != WType::BF16) return 0;
   if (t.bf16_dot_rows && bf16_dot_flag().load(std::memory_order_relaxed)) return -1;
   return widen_mode(bf16_kernel_on(t, n));
@@ -491,7 +483,7 @@ constexpr int64_t kQ8IntMaxRows = 8;
 void q8_product(const KernelTable& t, Q8Kernel k, const DenseMatrix& W, const float* X, int64_t n, float* Y,
                 double work) {
   if (k == Q8Kernel::kWidenTiled && n == 1 && t.matvec_rows)
-    return for_rows(W.rows, work, [&](int64_t r0, int64_t r1) { t.matvec_rows(detail::kBf16MatvecTiled, W, X, Y, r0, r1); });
+    return for_rows(W.rows, work, [&](int64_t r0, int64_t r1) { t.matvec_rows(detail::kMatvecTiled, W, X, Y, r0, r1); });
   if (k != Q8Kernel::kInt) return for_rows(W.rows, work, [&](int64_t r0, int64_t r1) { t.dense_rows(W, X, n, Y, r0, r1); });
   std::unique_ptr<unsigned char[]> raw(new unsigned char[detail::q8_input_bytes(W.cols, n) + 64]);
   unsigned char* mem = raw.get() + (64 - reinterpret_cast<uintptr_t>(raw.get()) % 64) % 64;

@@ -96,6 +96,14 @@ void scatter(const float* c, int mb, int nb, int64_t rows_here, int64_t t0, int6
     }
 }
 
+// 16 fp32 values as three bf16 parts (each the rounding of what the previous left).
+inline void split3(__m512 v, __m256i part[kParts]) {
+  for (int p = 0; p < kParts; ++p) {
+    part[p] = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v));
+    v = _mm512_sub_ps(v, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(part[p]), 16)));
+  }
+}
+
 }  // namespace
 
 int64_t amx_bf16_input_elems(int64_t n, int64_t k) { return (n + 15) / 16 * (k / 32) * kStepElems; }
@@ -107,24 +115,18 @@ void pack_amx_bf16_blocks(const float* X, const AmxBf16Input& in, int64_t tb0, i
   uint16_t* mem = in.tiles;
   const int64_t k = in.k, n = in.n;
   std::memset(mem + tb0 * in.nkb * kStepElems, 0, (tb1 - tb0) * in.nkb * kStepElems * sizeof(uint16_t));
-  const __m512i rows = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                                          _mm512_set1_epi32(16));
+  // Dword kk of a token's 32 values goes to tile row kk (16 dwords per row).
+  const __m512i rows = _mm512_set_epi32(240, 224, 208, 192, 176, 160, 144, 128, 112, 96, 80, 64, 48, 32, 16, 0);
   for (int64_t t = tb0 * 16; t < std::min(n, tb1 * 16); ++t) {
     const float* x = X + t * k;
     for (int64_t kb = 0; kb < in.nkb; ++kb) {
       uint16_t* step = mem + ((t / 16) * in.nkb + kb) * kStepElems;
-      __m512 lo = _mm512_loadu_ps(x + 32 * kb), hi = _mm512_loadu_ps(x + 32 * kb + 16);
+      __m256i lo[kParts], hi[kParts];
+      split3(_mm512_loadu_ps(x + 32 * kb), lo);
+      split3(_mm512_loadu_ps(x + 32 * kb + 16), hi);
       for (int p = 0; p < kParts; ++p) {
-        const __m512bh h = _mm512_cvtne2ps_pbh(hi, lo);  // elements 0-15 from lo, 16-31 from hi
-        const __m512i hv = reinterpret_cast<__m512i>(h);
-        // The parts in fp32: bf16 bits shifted up.
-        const __m512 hlo = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(hv)), 16));
-        const __m512 hhi =
-            _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(hv, 1)), 16));
-        int32_t* base = reinterpret_cast<int32_t*>(step + p * kTileElems) + (t % 16);
-        _mm512_i32scatter_epi32(base, rows, hv, 4);
-        lo = _mm512_sub_ps(lo, hlo);
-        hi = _mm512_sub_ps(hi, hhi);
+        const __m512i hv = _mm512_inserti64x4(_mm512_castsi256_si512(lo[p]), hi[p], 1);  // 32 bf16 in order
+        _mm512_i32scatter_epi32(reinterpret_cast<int32_t*>(step + p * kTileElems) + (t % 16), rows, hv, 4);
       }
     }
   }
@@ -190,12 +192,9 @@ void pack_amx_q4_rows(const float* Xp, const AmxQ4Input& in, int64_t j0, int64_t
     }
     const float* x = Xp + j * kp;
     for (int64_t k = 0; k < kp; k += 16) {  // kp is a multiple of 32
-      __m512 v = _mm512_loadu_ps(x + k);
-      for (int p = 0; p < kParts; ++p) {
-        const __m256i h = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v));
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + p * plane + k), h);
-        v = _mm512_sub_ps(v, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)));
-      }
+      __m256i part[kParts];
+      split3(_mm512_loadu_ps(x + k), part);
+      for (int p = 0; p < kParts; ++p) _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + p * plane + k), part[p]);
     }
   }
 }
@@ -221,10 +220,10 @@ void build_b_tiles(const uint8_t* codes, int64_t nb, const __m512i table, uint16
       const __m512i v = _mm512_loadu_si512(codes + b * GptqMatrix::kTileBlockBytes + 64 * c);
       const __m512i lo = _mm512_and_si512(v, nib), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
       uint16_t* row = bbuf + (b * 16 + 4 * c) * 32;
-      _mm512_store_si512(row, _mm512_permutexvar_epi16(_mm512_maskz_permutexvar_epi8(even, ix0, lo), table));
-      _mm512_store_si512(row + 32, _mm512_permutexvar_epi16(_mm512_maskz_permutexvar_epi8(even, ix1, lo), table));
-      _mm512_store_si512(row + 64, _mm512_permutexvar_epi16(_mm512_maskz_permutexvar_epi8(even, ix0, hi), table));
-      _mm512_store_si512(row + 96, _mm512_permutexvar_epi16(_mm512_maskz_permutexvar_epi8(even, ix1, hi), table));
+      _mm512_storeu_si512(row, _mm512_permutexvar_epi16(_mm512_maskz_permutexvar_epi8(even, ix0, lo), table));
+      _mm512_storeu_si512(row + 32, _mm512_permutexvar_epi16(_mm512_maskz_permutexvar_epi8(even, ix1, lo), table));
+      _mm512_storeu_si512(row + 64, _mm512_permutexvar_epi16(_mm512_maskz_permutexvar_epi8(even, ix0, hi), table));
+      _mm512_storeu_si512(row + 96, _mm512_permutexvar_epi16(_mm512_maskz_permutexvar_epi8(even, ix1, hi), table));
     }
 }
 
@@ -250,9 +249,9 @@ void amx_gptq_rows(const GptqMatrix& W, const AmxQ4Input& X, float* Y, int64_t r
   const int z = W.uniform_zero();
   for (int q = 0; q < 16; ++q) tbl[q] = f32_to_bf16(static_cast<float>(q - z));
   const __m512i table = _mm512_load_si512(tbl);
-  thread_local std::vector<uint16_t, std::allocator<uint16_t>> bstore;
-  if (static_cast<int64_t>(bstore.size()) < nb * kTileElems + 32) bstore.resize(nb * kTileElems + 32);
-  uint16_t* bbuf = reinterpret_cast<uint16_t*>((reinterpret_cast<uintptr_t>(bstore.data()) + 63) & ~uintptr_t{63});
+  thread_local std::vector<uint16_t> bstore;
+  if (static_cast<int64_t>(bstore.size()) < nb * kTileElems) bstore.resize(nb * kTileElems);
+  uint16_t* bbuf = bstore.data();
   alignas(64) float cbuf[2][256];
   const bool half = W.half_scales();
   for (int64_t r = r0; r < r1; r += 16) {

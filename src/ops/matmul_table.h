@@ -79,7 +79,7 @@ struct KernelTable {
   // [n][round_up(W.cols, 32)], zero padded.
   void (*bf16_dot_rows)(const DenseMatrix& W, const uint16_t* Xb, int64_t n, float* Y, int64_t r0, int64_t r1);
   // Optional (null on the scalar path): BF16 or Q8 W times one fp32 activation row x,
-  // rows [r0, r1), with memory-access variant `mode` (kBf16Matvec* below; every
+  // rows [r0, r1), with memory-access variant `mode` (kMatvec* below; every
   // one widens to fp32 like dense_rows, only prefetching and row order differ).
   void (*matvec_rows)(int mode, const DenseMatrix& W, const float* x, float* y, int64_t r0, int64_t r1);
   // Optional (null where the ISA has no byte dot product worth it: avx2): Q8 W
@@ -94,7 +94,7 @@ struct KernelTable {
 };
 
 // matvec_rows modes (the same numbers as dense_matvec_simd.h's DecodeMode).
-constexpr int kBf16MatvecSeqNta = 0, kBf16MatvecSeqT0 = 1, kBf16MatvecSeqNone = 2, kBf16MatvecTiled = 3;
+constexpr int kMatvecSeqNta = 0, kMatvecSeqT0 = 1, kMatvecSeqNone = 2, kMatvecTiled = 3;
 
 constexpr int64_t kBf16DotPad = 32;
 // GPTQ products with at least this many activation rows take gptq_rows_f32
@@ -110,7 +110,7 @@ struct AmxBf16Input {
   uint16_t* tiles = nullptr;
 };
 int64_t amx_bf16_input_elems(int64_t n, int64_t k);
-// The view of `mem` (amx_bf16_input_elems values, 64-byte aligned) for X [n][k];
+// The view of `mem` (amx_bf16_input_elems values) for X [n][k];
 // pack_amx_bf16_blocks fills token blocks [tb0, tb1) of it from X (any thread).
 AmxBf16Input amx_bf16_input_view(int64_t n, int64_t k, uint16_t* mem);
 void pack_amx_bf16_blocks(const float* X, const AmxBf16Input& in, int64_t tb0, int64_t tb1);
@@ -125,7 +125,7 @@ struct AmxQ4Input {
 };
 int64_t amx_q4_input_elems(int64_t n, int64_t kp);
 AmxQ4Input amx_q4_input_view(int64_t n, int64_t kp, uint16_t* mem);
-// Rows [j0, j1) of the view's np rows (64-byte aligned mem; any thread).
+// Rows [j0, j1) of the view's np rows (any thread).
 void pack_amx_q4_rows(const float* Xp, const AmxQ4Input& in, int64_t j0, int64_t j1);
 // Rows [r0, r1) of Y[X.n][W.rows()], r0 a multiple of 16.
 void amx_gptq_rows(const GptqMatrix& W, const AmxQ4Input& X, float* Y, int64_t r0, int64_t r1);

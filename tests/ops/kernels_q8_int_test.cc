@@ -182,9 +182,9 @@ TEST(Q8Int, MatmulDispatch) {
       t.dense_rows(W, x.data(), n, widen.data(), 0, rows);
       const Quantized q = quantize(x, n, cols);
       const std::vector<float> integer = t.q8_int_rows ? run(t, W, q.q, 0, rows) : std::vector<float>{};
-      // The tiled widening (one row, SIMD paths): the row kernel in kBf16MatvecTiled mode.
+      // The tiled widening (one row, SIMD paths): the row kernel in kMatvecTiled mode.
       std::vector<float> tiled(n * rows);
-      if (t.matvec_rows && n == 1) t.matvec_rows(detail::kBf16MatvecTiled, W, x.data(), tiled.data(), 0, rows);
+      if (t.matvec_rows && n == 1) t.matvec_rows(detail::kMatvecTiled, W, x.data(), tiled.data(), 0, rows);
       else tiled = widen;
       const Q8Kernel chosen = q8_kernel_for(n);
       ASSERT_TRUE(chosen == Q8Kernel::kInt || chosen == Q8Kernel::kWiden || chosen == Q8Kernel::kWidenTiled)
