@@ -6,6 +6,7 @@
 #include <benchmark/benchmark.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -128,6 +129,41 @@ void bm_int4(benchmark::State& st, std::string path, int64_t rows, int64_t cols,
   set_kernel_path("");
 }
 
+// Prefill's expert products as the MoE block issues them: `tokens` tokens each
+// routed to `topk` distinct experts of `experts` (uniform, fixed seed), one
+// matmul_batch of every expert's gathered rows -- so each item has its own,
+// uneven row count (about tokens * topk / experts), as in a real prefill.
+void bm_int4_moe(benchmark::State& st, std::string path, int64_t rows, int64_t cols, int tokens, int experts,
+                 int topk) {
+  set_kernel_path(path.c_str());
+  std::vector<int64_t> count(experts, 0);
+  std::mt19937 rng(7);
+  for (int t = 0; t < tokens; ++t) {
+    std::vector<int> pick;
+    while (static_cast<int>(pick.size()) < topk) {
+      const int e = static_cast<int>(rng() % static_cast<unsigned>(experts));
+      if (std::find(pick.begin(), pick.end(), e) == pick.end()) pick.push_back(e);
+    }
+    for (int e : pick) ++count[e];
+  }
+  std::vector<std::vector<float>> xs(experts), ys(experts);
+  std::vector<BatchProduct> items;
+  double flops = 0;
+  for (int e = 0; e < experts; ++e) {
+    if (count[e] == 0) continue;
+    xs[e] = activations(count[e], cols);
+    ys[e].resize(count[e] * rows);
+    items.push_back({&int4_weights(rows, cols, e), nullptr, xs[e].data(), count[e], ys[e].data()});
+    flops += 2.0 * rows * cols * count[e];
+  }
+  for (auto _ : st) {
+    matmul_batch(items.data(), items.size());
+    benchmark::DoNotOptimize(ys[items.size() - 1].data());
+  }
+  report(st, 0, flops);
+  set_kernel_path("");
+}
+
 // Decode's expert traffic: `per_call` experts (n = 1) per call, taken in turn
 // from a pool of `pool` matrices far larger than cache, moved into transparent
 // huge pages like the model's resident experts (model/resident.h). Each call
@@ -243,6 +279,8 @@ int register_all() {
       dense("bf16_matmul_2048x8192_n512", WType::BF16, 8192, 2048, 512);
       int4("int4_matmul_expert_512x2048_n64", 512, 2048, 64, 1);
       int4("int4_matmul_expert_512x2048_n512", 512, 2048, 512, 1);
+      benchmark::RegisterBenchmark(("int4_matmul_moe_512tok_1024x2048/" + p).c_str(), bm_int4_moe, p, 1024, 2048,
+                                   512, 256, 8)->Unit(benchmark::kMillisecond)->UseRealTime();
     }
     if (fast)  // each exact decode kernel the probe chooses from, forced (short and long rows)
       for (Bf16Kernel k : {Bf16Kernel::kWiden, Bf16Kernel::kWidenT0, Bf16Kernel::kWidenNoPf, Bf16Kernel::kWidenTiled,

@@ -54,9 +54,7 @@ void gptq_rows_f32_t(const GptqMatrix& W, const float* Xp, int64_t n, float* Y, 
     const int64_t t = r / kTR;
     const int nr = static_cast<int>(std::min<int64_t>(kTR, r1 - r));
     q4_tile_panel<Half>(W, t, panel);
-    int64_t j = 0;
-    for (; j + V::PNX <= n; j += V::PNX) q4_panel_rows<V::PNX>(panel, kp, Xp, j, Y, W.rows(), r, nr);
-    for (; j < n; ++j) q4_panel_rows<1>(panel, kp, Xp, j, Y, W.rows(), r, nr);
+    q4_panel_all(panel, kp, Xp, n, Y, W.rows(), r, nr);
   }
 }
 

@@ -96,7 +96,7 @@ void reference(const Canon& c, const std::vector<float>& x, int64_t n, std::vect
 struct Config { int64_t rows, cols; int gs; };
 const Config kConfigs[] = {{1, 32, 32}, {5, 64, 32}, {13, 192, 64}, {37, 256, 128}, {66, 384, 128},
                            {9, 48, 16}, {11, 72, 24}, {3, 100, 100}};
-const int64_t kNs[] = {1, 2, 3, 7, 8, 33};
+const int64_t kNs[] = {1, 2, 3, 7, 8, 14, 22, 33};  // 14, 22: integer and panel tails of 2 and 6 rows
 
 class GptqByPath : public ::testing::TestWithParam<std::string> {};
 
