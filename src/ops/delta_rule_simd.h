@@ -2,6 +2,10 @@
 // including per-ISA file (inside its anonymous namespace). Rows of S are
 // processed W values at a time with a scalar tail. Not include-guarded on purpose.
 
+#ifndef QINFER_UNROLL
+#define QINFER_UNROLL _Pragma("GCC unroll 16")
+#endif
+
 // y[j] += a * x[j]
 inline void axpy_v(float a, const float* x, int64_t n, float* y) {
   const V::T av = V::set1(a);
@@ -56,87 +60,154 @@ void delta_recurrent_simd(const DeltaRuleIO& io, float* u) {
   }
 }
 
+// ---- Small row-major products for the chunked form ----
+//
+// Y[r][c] = I[r][c] + Σ_{p<P} A[r][p] · M[p][c]  (rows r < R, columns c < N; I may be
+// null for zero, and may be Y itself). Tiles of kDR output rows x kDNV vectors
+// stay in registers over the whole sum, so each M row loaded serves kDR rows
+// and nothing is stored until the tile is done (the earlier axpy loops loaded
+// and stored the outputs for every p: bound by the cache, not the FMAs).
+// With causal, tile rows [r, r + NR) sum only p < r + NR (the caller zeroes
+// A[r][p] for p > r).
+constexpr int kDR = 4;
+constexpr int kDNV = V::W == 16 ? 4 : 2;
+
+struct DeltaGemm {
+  int64_t P;
+  const float* A;
+  int64_t lda;
+  const float* M;
+  int64_t ldm;
+  const float* I;
+  int64_t ldi;
+  float* Y;
+  int64_t ldy;
+  bool causal = false;
+};
+
+template <int NR, int NV>
+inline void delta_gemm_tile(const DeltaGemm& g, int64_t r, int64_t c) {
+  V::T acc[NR][NV];
+  QINFER_UNROLL
+  for (int i = 0; i < NR; ++i)
+    QINFER_UNROLL
+    for (int v = 0; v < NV; ++v) acc[i][v] = g.I ? V::load(g.I + (r + i) * g.ldi + c + v * V::W) : V::zero();
+  const int64_t P = g.causal ? std::min<int64_t>(g.P, r + NR) : g.P;
+  const float* a = g.A + r * g.lda;
+  for (int64_t p = 0; p < P; ++p) {
+    V::T m[NV];
+    QINFER_UNROLL
+    for (int v = 0; v < NV; ++v) m[v] = V::load(g.M + p * g.ldm + c + v * V::W);
+    QINFER_UNROLL
+    for (int i = 0; i < NR; ++i) {
+      const V::T ai = V::set1(a[i * g.lda + p]);
+      QINFER_UNROLL
+      for (int v = 0; v < NV; ++v) acc[i][v] = V::fma(ai, m[v], acc[i][v]);
+    }
+  }
+  QINFER_UNROLL
+  for (int i = 0; i < NR; ++i)
+    QINFER_UNROLL
+    for (int v = 0; v < NV; ++v) V::store(g.Y + (r + i) * g.ldy + c + v * V::W, acc[i][v]);
+}
+
+template <int NV, int NR = kDR - 1>
+inline void delta_gemm_tail_rows(const DeltaGemm& g, int64_t r, int64_t rem, int64_t c) {
+  if constexpr (NR > 0) {
+    if (rem == NR) delta_gemm_tile<NR, NV>(g, r, c);
+    else delta_gemm_tail_rows<NV, NR - 1>(g, r, rem, c);
+  }
+}
+
+template <int NV>
+inline void delta_gemm_cols(const DeltaGemm& g, int64_t R, int64_t c) {
+  int64_t r = 0;
+  for (; r + kDR <= R; r += kDR) delta_gemm_tile<kDR, NV>(g, r, c);
+  delta_gemm_tail_rows<NV>(g, r, R - r, c);
+}
+
+inline void delta_gemm(const DeltaGemm& g, int64_t R, int64_t N) {
+  int64_t c = 0;
+  for (; c + kDNV * V::W <= N; c += kDNV * V::W) delta_gemm_cols<kDNV>(g, R, c);
+  for (; c + V::W <= N; c += V::W) delta_gemm_cols<1>(g, R, c);
+  for (; c < N; ++c)   // the last N % W columns
+    for (int64_t r = 0; r < R; ++r) {
+      const int64_t P = g.causal ? std::min<int64_t>(g.P, r - r % kDR + kDR) : g.P;
+      float acc = g.I ? g.I[r * g.ldi + c] : 0.0f;
+      for (int64_t p = 0; p < P; ++p) acc += g.A[r * g.lda + p] * g.M[p * g.ldm + c];
+      g.Y[r * g.ldy + c] = acc;
+    }
+}
+
 // One chunk of n <= C tokens in matrix form. With G_r the cumulative log-decay:
-//   KS = K S, QS = Q S                        (S = state entering the chunk, one pass over S)
+//   KS = K S, QS = Q S                        (S = state entering the chunk)
 //   U_r = beta_r (v_r - e^{G_r} KS_r - Σ_{j<r} e^{G_r-G_j} (k_r·k_j) U_j)   (forward substitution)
 //   o_r = e^{G_r} QS_r + Σ_{j<=r} e^{G_r-G_j} (q_r·k_j) U_j
 //   S  <- e^{G_last} S + Σ_j e^{G_last-G_j} k_j U_jᵀ
+// Every product is a delta_gemm; K Kᵀ and Q Kᵀ through a transposed copy of K.
 // work: delta_work_floats(dk, dv, C) floats.
 void delta_chunked_simd(const DeltaRuleIO& io, int64_t C, float* work) {
   const int64_t dk = io.dk, dv = io.dv;
   float* G = work;
-  float* kk = G + C;
-  float* U = kk + C;
-  float* KS = U + C * dv;
-  float* QS = KS + C * dv;
-  float* A = QS + C * dv;
-  float* kc = A + C * C;
-  float* qc = kc + C * dk;
+  float* ex = G + C;        // one row of exponents
+  float* U = ex + C;        // [C][dv]
+  float* KS = U + C * dv;   // [C][dv]
+  float* QS = KS + C * dv;  // [C][dv]
+  float* A = QS + C * dv;   // [C][C]: -e^{G_r-G_j} k_r·k_j, j < r
+  float* B = A + C * C;     // [C][C]: e^{G_r-G_j} q_r·k_j, j <= r, else 0
+  float* KT = B + C * C;    // [dk][C]: Kᵀ
+  float* KW = KT + C * dk;  // [dk][C]: e^{G_last-G_j} Kᵀ
   float* S = io.S;
   for (int64_t s = 0; s < io.T; s += C) {
     const int64_t n = C < io.T - s ? C : io.T - s;
-    // Contiguous copies of the chunk's q and k (strided in the activations).
-    for (int64_t r = 0; r < n; ++r)
-      for (int64_t i = 0; i < dk; ++i) {
-        qc[r * dk + i] = io.q[(s + r) * io.q_stride + i];
-        kc[r * dk + i] = io.k[(s + r) * io.k_stride + i];
-      }
-    const float* K = kc;
-    const float* Q = qc;
+    const float* K = io.k + s * io.k_stride;
+    const float* Q = io.q + s * io.q_stride;
     float acc = 0.0f;
     for (int64_t r = 0; r < n; ++r) {
       acc += io.g[(s + r) * io.gb_stride];
       G[r] = acc;
     }
-    for (int64_t j = 0; j < n * dv; ++j) KS[j] = QS[j] = 0.0f;
-    for (int64_t i = 0; i < dk; ++i) {
-      const float* Si = S + i * dv;
-      for (int64_t r = 0; r < n; ++r) {
-        const V::T a = V::set1(K[r * dk + i]), b = V::set1(Q[r * dk + i]);
-        float* ks = KS + r * dv;
-        float* qs = QS + r * dv;
-        int64_t j = 0;
-        for (; j + V::W <= dv; j += V::W) {
-          const V::T sv = V::load(Si + j);
-          V::store(ks + j, V::fma(a, sv, V::load(ks + j)));
-          V::store(qs + j, V::fma(b, sv, V::load(qs + j)));
-        }
-        for (; j < dv; ++j) {
-          ks[j] += K[r * dk + i] * Si[j];
-          qs[j] += Q[r * dk + i] * Si[j];
-        }
-      }
-    }
-    // A[r][j] = e^{G_r-G_j} (k_r·k_j), j < r
     for (int64_t r = 0; r < n; ++r)
-      for (int64_t j = 0; j < r; ++j) A[r * C + j] = sexp(G[r] - G[j]) * dot_v(K + r * dk, K + j * dk, dk);
+      for (int64_t i = 0; i < dk; ++i) KT[i * C + r] = K[r * io.k_stride + i];
+    delta_gemm({dk, K, io.k_stride, S, dv, nullptr, 0, KS, dv}, n, dv);
+    delta_gemm({dk, Q, io.q_stride, S, dv, nullptr, 0, QS, dv}, n, dv);
+    delta_gemm({dk, K, io.k_stride, KT, C, nullptr, 0, A, C}, n, n);
+    delta_gemm({dk, Q, io.q_stride, KT, C, nullptr, 0, B, C}, n, n);
+    for (int64_t r = 0; r < n; ++r) {
+      for (int64_t j = 0; j <= r; ++j) ex[j] = G[r] - G[j];
+      vexp_simd(ex, r + 1, ex);
+      float* a = A + r * C;
+      float* b = B + r * C;
+      for (int64_t j = 0; j < r; ++j) a[j] *= -ex[j];
+      for (int64_t j = 0; j <= r; ++j) b[j] *= ex[j];
+      for (int64_t j = r + 1; j < n; ++j) b[j] = 0.0f;
+    }
+    // Forward substitution, row by row: U_r needs U_0 .. U_{r-1}.
     for (int64_t r = 0; r < n; ++r) {
       float* u = U + r * dv;
       const float* v = io.v + (s + r) * io.v_stride;
       const float* ks = KS + r * dv;
       const float er = sexp(G[r]);
       for (int64_t j = 0; j < dv; ++j) u[j] = v[j] - er * ks[j];
-      for (int64_t j = 0; j < r; ++j) axpy_v(-A[r * C + j], U + j * dv, dv, u);
+      delta_gemm({r, A + r * C, C, U, dv, u, dv, u, dv}, 1, dv);
       const float beta = io.beta[(s + r) * io.gb_stride];
       for (int64_t j = 0; j < dv; ++j) u[j] *= beta;
     }
     for (int64_t r = 0; r < n; ++r) {
-      float* o = io.o + (s + r) * io.o_stride;
-      const float* qs = QS + r * dv;
       const float er = sexp(G[r]);
-      for (int64_t j = 0; j < dv; ++j) o[j] = er * qs[j];
-      for (int64_t j = 0; j <= r; ++j) {
-        const float c = sexp(G[r] - G[j]) * dot_v(Q + r * dk, K + j * dk, dk);
-        axpy_v(c, U + j * dv, dv, o);
-      }
+      float* qs = QS + r * dv;
+      for (int64_t j = 0; j < dv; ++j) qs[j] *= er;
     }
+    DeltaGemm og{n, B, C, U, dv, QS, dv, io.o + s * io.o_stride, io.o_stride};
+    og.causal = true;
+    delta_gemm(og, n, dv);
     const float gl = G[n - 1];
     const float el = sexp(gl);
-    for (int64_t j = 0; j < n; ++j) kk[j] = sexp(gl - G[j]);
-    for (int64_t i = 0; i < dk; ++i) {
-      float* row = S + i * dv;
-      for (int64_t j = 0; j < dv; ++j) row[j] *= el;
-      for (int64_t r = 0; r < n; ++r) axpy_v(kk[r] * K[r * dk + i], U + r * dv, dv, row);
-    }
+    for (int64_t j = 0; j < n; ++j) ex[j] = gl - G[j];
+    vexp_simd(ex, n, ex);
+    for (int64_t i = 0; i < dk; ++i)
+      for (int64_t j = 0; j < n; ++j) KW[i * C + j] = ex[j] * KT[i * C + j];
+    for (int64_t j = 0; j < dk * dv; ++j) S[j] *= el;
+    delta_gemm({n, KW, C, U, dv, S, dv, S, dv}, dk, dv);
   }
 }

@@ -3,6 +3,7 @@
 // seq_kernels.cc only when cpuid reports avx2, fma and f16c.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 

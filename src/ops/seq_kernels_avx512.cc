@@ -8,6 +8,7 @@
 #endif
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
