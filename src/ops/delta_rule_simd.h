@@ -2,25 +2,12 @@
 // including per-ISA file (inside its anonymous namespace). Rows of S are
 // processed W values at a time with a scalar tail. Not include-guarded on purpose.
 
-#ifndef QINFER_UNROLL
-#define QINFER_UNROLL _Pragma("GCC unroll 16")
-#endif
-
 // y[j] += a * x[j]
 inline void axpy_v(float a, const float* x, int64_t n, float* y) {
   const V::T av = V::set1(a);
   int64_t j = 0;
   for (; j + V::W <= n; j += V::W) V::store(y + j, V::fma(av, V::load(x + j), V::load(y + j)));
   for (; j < n; ++j) y[j] += a * x[j];
-}
-
-inline float dot_v(const float* x, const float* y, int64_t n) {
-  V::T acc = V::zero();
-  int64_t j = 0;
-  for (; j + V::W <= n; j += V::W) acc = V::fma(V::load(x + j), V::load(y + j), acc);
-  float s = V::reduce_add(acc);
-  for (; j < n; ++j) s += x[j] * y[j];
-  return s;
 }
 
 // Per token, two passes over S: u = beta (v - e^g Sᵀk) reads S (the decay is
@@ -67,8 +54,8 @@ void delta_recurrent_simd(const DeltaRuleIO& io, float* u) {
 // stay in registers over the whole sum, so each M row loaded serves kDR rows
 // and nothing is stored until the tile is done (the earlier axpy loops loaded
 // and stored the outputs for every p: bound by the cache, not the FMAs).
-// With causal, tile rows [r, r + NR) sum only p < r + NR (the caller zeroes
-// A[r][p] for p > r).
+// With causal, row r needs only p <= r: a tile of rows [r, r + NR) sums
+// p < r + NR, so the caller zeroes A[r][p] for p > r.
 constexpr int kDR = 4;
 constexpr int kDNV = V::W == 16 ? 4 : 2;
 
@@ -111,19 +98,11 @@ inline void delta_gemm_tile(const DeltaGemm& g, int64_t r, int64_t c) {
     for (int v = 0; v < NV; ++v) V::store(g.Y + (r + i) * g.ldy + c + v * V::W, acc[i][v]);
 }
 
-template <int NV, int NR = kDR - 1>
-inline void delta_gemm_tail_rows(const DeltaGemm& g, int64_t r, int64_t rem, int64_t c) {
-  if constexpr (NR > 0) {
-    if (rem == NR) delta_gemm_tile<NR, NV>(g, r, c);
-    else delta_gemm_tail_rows<NV, NR - 1>(g, r, rem, c);
-  }
-}
-
 template <int NV>
 inline void delta_gemm_cols(const DeltaGemm& g, int64_t R, int64_t c) {
   int64_t r = 0;
   for (; r + kDR <= R; r += kDR) delta_gemm_tile<kDR, NV>(g, r, c);
-  delta_gemm_tail_rows<NV>(g, r, R - r, c);
+  for_count<kDR - 1>(R - r, [&](auto nr) { delta_gemm_tile<decltype(nr)::value, NV>(g, r, c); });
 }
 
 inline void delta_gemm(const DeltaGemm& g, int64_t R, int64_t N) {
@@ -132,7 +111,7 @@ inline void delta_gemm(const DeltaGemm& g, int64_t R, int64_t N) {
   for (; c + V::W <= N; c += V::W) delta_gemm_cols<1>(g, R, c);
   for (; c < N; ++c)   // the last N % W columns
     for (int64_t r = 0; r < R; ++r) {
-      const int64_t P = g.causal ? std::min<int64_t>(g.P, r - r % kDR + kDR) : g.P;
+      const int64_t P = g.causal ? std::min<int64_t>(g.P, r + 1) : g.P;
       float acc = g.I ? g.I[r * g.ldi + c] : 0.0f;
       for (int64_t p = 0; p < P; ++p) acc += g.A[r * g.lda + p] * g.M[p * g.ldm + c];
       g.Y[r * g.ldy + c] = acc;
@@ -187,16 +166,13 @@ void delta_chunked_simd(const DeltaRuleIO& io, int64_t C, float* work) {
       float* u = U + r * dv;
       const float* v = io.v + (s + r) * io.v_stride;
       const float* ks = KS + r * dv;
+      float* qs = QS + r * dv;
       const float er = sexp(G[r]);
       for (int64_t j = 0; j < dv; ++j) u[j] = v[j] - er * ks[j];
+      for (int64_t j = 0; j < dv; ++j) qs[j] *= er;   // o's first term, e^{G_r} QS_r
       delta_gemm({r, A + r * C, C, U, dv, u, dv, u, dv}, 1, dv);
       const float beta = io.beta[(s + r) * io.gb_stride];
       for (int64_t j = 0; j < dv; ++j) u[j] *= beta;
-    }
-    for (int64_t r = 0; r < n; ++r) {
-      const float er = sexp(G[r]);
-      float* qs = QS + r * dv;
-      for (int64_t j = 0; j < dv; ++j) qs[j] *= er;
     }
     DeltaGemm og{n, B, C, U, dv, QS, dv, io.o + s * io.o_stride, io.o_stride};
     og.causal = true;

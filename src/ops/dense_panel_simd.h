@@ -64,19 +64,11 @@ inline void q4_panel_rows(const float* panel, int64_t kp, const float* Xp, int64
 // last n % PNX rows in one pass of that many (not one by one: a single row is
 // one FMA chain, bound by the FMA latency, at a quarter or less of the rate).
 // Each output still sums over k in order in one lane: the same bits either way.
-template <int NX = V::PNX - 1>
-inline void q4_panel_tail(const float* panel, int64_t kp, const float* Xp, int64_t j0, int64_t rem, float* Y,
-                          int64_t ldy, int64_t r0, int nr) {
-  if constexpr (NX > 0) {
-    if (rem == NX) q4_panel_rows<NX>(panel, kp, Xp, j0, Y, ldy, r0, nr);
-    else q4_panel_tail<NX - 1>(panel, kp, Xp, j0, rem, Y, ldy, r0, nr);
-  }
-}
 inline void q4_panel_all(const float* panel, int64_t kp, const float* Xp, int64_t n, float* Y, int64_t ldy,
                          int64_t r0, int nr) {
   int64_t j = 0;
   for (; j + V::PNX <= n; j += V::PNX) q4_panel_rows<V::PNX>(panel, kp, Xp, j, Y, ldy, r0, nr);
-  q4_panel_tail(panel, kp, Xp, j, n - j, Y, ldy, r0, nr);
+  for_count<V::PNX - 1>(n - j, [&](auto nx) { q4_panel_rows<decltype(nx)::value>(panel, kp, Xp, j, Y, ldy, r0, nr); });
 }
 
 // Dense prefill on the same panels (where V::kDensePanels): 16 weight rows are

@@ -182,17 +182,6 @@ inline void q4_tile(const GptqMatrix& W, int64_t t, const Q4Input& X, int64_t j0
   }
 }
 
-// The last n % Q4NX activation rows in one pass of that many, not one by one
-// (each pass unpacks the tile's codes again). Integer sums: the same bits.
-template <bool Half, int NX = V::Q4NX - 1>
-inline void q4_tile_tail(const GptqMatrix& W, int64_t t, const Q4Input& X, int64_t j0, int64_t rem, float* Y,
-                         int nr) {
-  if constexpr (NX > 0) {
-    if (rem == NX) q4_tile<Half, NX>(W, t, X, j0, Y, nr);
-    else q4_tile_tail<Half, NX - 1>(W, t, X, j0, rem, Y, nr);
-  }
-}
-
 template <bool Half>
 void gptq_rows_t(const GptqMatrix& W, const Q4Input& X, float* Y, int64_t r0, int64_t r1) {
   // Fewer than kQ4PanelMin activation rows (dispatch.cc sends more to the
@@ -203,7 +192,9 @@ void gptq_rows_t(const GptqMatrix& W, const Q4Input& X, float* Y, int64_t r0, in
     const int nr = static_cast<int>(std::min<int64_t>(kTR, r1 - r));
     int64_t j = 0;
     for (; j + V::Q4NX <= n; j += V::Q4NX) q4_tile<Half, V::Q4NX>(W, t, X, j, Y, nr);
-    q4_tile_tail<Half>(W, t, X, j, n - j, Y, nr);
+    // The last n % Q4NX rows in one pass of that many, not one by one (each
+    // pass unpacks the tile's codes again). Integer sums: the same bits.
+    for_count<V::Q4NX - 1>(n - j, [&](auto nx) { q4_tile<Half, decltype(nx)::value>(W, t, X, j, Y, nr); });
   }
 }
 

@@ -16,6 +16,7 @@
 
 #include "ops/matmul_table.h"
 #include "ops/prefetch_hint.h"
+#include "ops/unroll.h"
 
 namespace qinfer::ops::detail {
 namespace {

@@ -18,8 +18,6 @@
 // into the same fp32 panel form (gptq_panel_simd.h).
 // Not include-guarded on purpose (meant for exactly one inclusion per ISA file).
 
-#define QINFER_UNROLL _Pragma("GCC unroll 16")
-
 constexpr int64_t kPrefillMin = 8;
 constexpr int64_t kDensePanelMin = 128;  // dense prefill on k-major panels from here
 constexpr int64_t kWBlock = 16;  // weight rows per prefill scratch

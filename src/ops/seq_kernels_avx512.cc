@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "ops/seq_kernel_table.h"
+#include "ops/unroll.h"
 
 #define QSEQ_UNROLL _Pragma("GCC unroll 16")
 
