@@ -253,6 +253,8 @@ int register_all() {
     dense("bf16_matvec_2048x8192", WType::BF16, 8192, 2048, 1);
     dense("bf16_matvec_8192x2048", WType::BF16, 2048, 8192, 1);
     dense("bf16_matmul_2048x8192_n4", WType::BF16, 8192, 2048, 4);
+    // A speculative verify pass of 3 tokens on the lm_head (1 GB: from memory on any host).
+    if (fast) dense("bf16_matmul_lm_head_2048x248320_n3", WType::BF16, 248320, 2048, 3);
     dense("q8_matvec_2048x8192", WType::Q8, 8192, 2048, 1);
     dense("q8_matvec_2048x512_in_cache", WType::Q8, 512, 2048, 1);   // 1 MiB: the kernel's compute rate
     if (fast) dense("q8_matvec_lm_head_2048x248320", WType::Q8, 248320, 2048, 1);

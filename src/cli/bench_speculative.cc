@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "cli/bench_speculative.h"
+#include "model/profile.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -177,6 +178,29 @@ void bench_speculative(Model& m, int K, int rounds, int64_t draft_vocab, bool dr
     }
   }
   std::printf("spec best    at acceptance 0.7: k=%d, %.2fx plain decode\n", best_k, best);
+
+  // QINFER_PROFILE=1: where a plain step and each verify pass spend their time
+  // (4 of each, after the timed rounds so the timings above are not disturbed).
+  if (!model::profiling()) return;
+  const int reps = 4;
+  model::profile_reset();
+  for (int i = 0; i < reps; ++i) {
+    const int id = tok(rng);
+    m.forward({{plain_seq.get(), &id, 1, logits.data(), false}});
+  }
+  std::printf("profile      %d plain decode steps:\n%s", reps, model::profile_report().c_str());
+  for (int k = 1; k <= K; ++k) {
+    model::profile_reset();
+    for (int i = 0; i < reps; ++i) {
+      std::vector<int> in(k + 1);
+      for (int& x : in) x = tok(rng);
+      m.forward({{verify_seq[k - 1].get(), in.data(), k + 1, logits.data(), true, hidden.data(), true}});
+      verify_seq[k - 1]->rollback(1);
+    }
+    std::printf("profile      %d verify passes of %d tokens (rollback not timed by part):\n%s", reps, k + 1,
+                model::profile_report().c_str());
+  }
+  model::profile_reset();
 }
 
 }  // namespace qinfer::cli
