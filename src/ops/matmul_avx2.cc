@@ -21,6 +21,7 @@ struct V {
   static constexpr int NR1 = 4;   // 16 ymm registers: keep tiles small
   static constexpr int NR = 4;
   static constexpr int NX = 2;
+  static constexpr int kTileAcc = 0;   // no dense_rows_wide: 16 registers
   static constexpr int PNX = 4;  // activation rows per fp32 panel pass (prefill)
   static constexpr int Q4NX = 1;  // activation rows per int4 tile pass
 

@@ -28,6 +28,7 @@ struct V {
   static constexpr int NR1 = 8;   // weight rows per decode (n = 1) tile
   static constexpr int NR = 4;    // weight rows per tile for n > 1
   static constexpr int NX = 4;    // activation rows per tile
+  static constexpr int kTileAcc = 24;  // accumulators of a 2-4 row tile (dense_rows_wide)
   static constexpr int PNX = 8;  // activation rows per fp32 panel pass (prefill)
   static constexpr int Q4NX = 4;  // activation rows per int4 tile pass
 

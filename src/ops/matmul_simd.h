@@ -6,8 +6,9 @@
 //
 // Dense weights (entry: dense_rows, matvec_rows below):
 //  * n = 1 (decode): rows of <= 8 KiB read one after another (dense_row_seq),
-//    longer rows in 8-row tiles; n < kPrefillMin: NR x NX fused tiles
-//    (dense_matvec_simd.h).
+//    longer rows in 8-row tiles; n < kPrefillMin: NR x NX fused tiles, for
+//    2-4 rows on AVX-512 wide ones of V::kTileAcc accumulators (dense_rows_wide;
+//    dense_matvec_simd.h).
 //  * kPrefillMin <= n < kDensePanelMin: 16 weight rows widened to fp32 once into
 //    a per-thread scratch, reused by every activation row of a 64-row block.
 //  * n >= kDensePanelMin (where V::kDensePanels): 16 rows transposed into a
@@ -73,6 +74,13 @@ void dense_rows_typed(const DenseMatrix& W, const float* X, int64_t n, float* Y,
     for (; r + V::NR1 <= r1; r += V::NR1)
       dense_tile<L, E, V::NR1, 1, true>(w + r * K, K, X, K, K, Y + r, ldy, scales ? scales + r : nullptr);
   } else {
+    if constexpr (V::kTileAcc > 0) {
+      if (n <= 4) {   // dense_rows_wide, the last rows below
+        if (n == 2) r = dense_rows_wide<L, E, 2>(w, K, X, Y, ldy, scales, r, r1);
+        else if (n == 3) r = dense_rows_wide<L, E, 3>(w, K, X, Y, ldy, scales, r, r1);
+        else r = dense_rows_wide<L, E, 4>(w, K, X, Y, ldy, scales, r, r1);
+      }
+    }
     for (; r + V::NR <= r1; r += V::NR)
       dense_rows_x<L, E, V::NR, true>(w + r * K, K, X, K, n, K, Y + r, ldy, scales ? scales + r : nullptr);
   }

@@ -13,7 +13,7 @@ using testing::PathGuard;
 
 struct Shape { int64_t rows, cols; };
 const Shape kShapes[] = {{1, 1}, {3, 2}, {5, 17}, {23, 64}, {37, 45}, {67, 129}, {19, 300}, {160, 700}, {41, 1026}, {11, 4500}};  // 4500: rows past kSeqRowBytes (tile path)
-const int64_t kNs[] = {1, 2, 3, 7, 8, 9, 33, 130};  // 130: dense prefill panels (kDensePanelMin)
+const int64_t kNs[] = {1, 2, 3, 4, 7, 8, 9, 33, 130};  // 2-4: the wide tiles (avx512); 130: dense prefill panels (kDensePanelMin)
 
 // Weights of type t with values exactly representable, plus their fp32 values.
 struct DenseCase {

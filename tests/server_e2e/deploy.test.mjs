@@ -48,7 +48,7 @@ test('one conversation key sticks to one replica', async () => {
   const before = await Promise.all(replicas.map((b) => fetch(b + '/metrics').then((r) => r.text())));
   const count = (t) => Number(t.split('\n').find((l) => l.startsWith('vllm:request_success_total{') && l.includes('"length"')).split(' ').pop());
   for (let i = 0; i < 6; i++) {
-    const r = await client.completions.create({ model, prompt: [5, 6, 7], max_tokens: 2 },
+    const r = await client.completions.create({ model, prompt: [5, 6, 7], max_tokens: 2, ignore_eos: true },  // sampled: EOS must not end it early
       { headers: { 'X-Session-Id': 'conversation-42' } });
     assert.equal(r.choices[0].finish_reason, 'length');
   }
