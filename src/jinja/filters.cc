@@ -23,7 +23,8 @@ Value get_path(const Value& item, const Value& attribute) {
   Value cur = item;
   for (const auto& part : py::split(attribute.str(), std::string("."), -1)) {
     bool digits = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
-    cur = digits ? get_item(cur, Value(static_cast<int64_t>(std::stoll(part)))) : get_item(cur, Value(part));
+    // An index past int64 is no index of any list: look it up as a key.
+    cur = digits && part.size() < 19 ? get_item(cur, Value(static_cast<int64_t>(std::stoll(part)))) : get_item(cur, Value(part));
   }
   return cur;
 }
@@ -36,7 +37,11 @@ Value str_list(std::vector<Value> items) { return make_list(items, "filter resul
 
 Value f_abs(Renderer&, const Value& v, const CallArgs& ca) {
   Args(ca, "abs()", {});
-  if (v.is_int() || v.is_bool()) return Value(static_cast<int64_t>(std::llabs(v.as_int())));
+  if (v.is_int() || v.is_bool()) {
+    const int64_t i = v.as_int();
+    if (i == INT64_MIN) throw EvalError("OverflowError: abs(-2**63) does not fit in 64 bits");
+    return Value(i < 0 ? -i : i);
+  }
   if (v.is_float()) return Value(std::fabs(v.as_double()));
   throw EvalError(cat("TypeError: bad operand type for abs(): '", type_name(v), "'"));
 }
@@ -172,7 +177,7 @@ Value f_float(Renderer&, const Value& v, const CallArgs& ca) {
 Value f_int(Renderer&, const Value& v, const CallArgs& ca) {
   Args a(ca, "int()", {"default", "base"});
   if (v.is_int() || v.is_bool()) return Value(v.as_int());
-  if (v.is_float() && std::isfinite(v.as_double())) return Value(static_cast<int64_t>(v.as_double()));
+  if (v.is_float() && std::isfinite(v.as_double())) return Value(checked_int64(v.as_double()));
   if (v.is_string()) {
     int64_t base = a.has(1) ? a.integer(1) : 10;
     std::string s = py::strip(v.str(), std::nullopt, true, true), t;
@@ -193,7 +198,7 @@ Value f_int(Renderer&, const Value& v, const CallArgs& ca) {
       if (end && *end == 0 && errno == 0) return Value(static_cast<int64_t>(neg ? -r : r));
     }
     double d;
-    if (parse_float(v, d) && std::isfinite(d)) return Value(static_cast<int64_t>(d));
+    if (parse_float(v, d) && std::isfinite(d)) return Value(checked_int64(d));
   }
   return a.has(0) ? a.get(0) : Value(0);
 }

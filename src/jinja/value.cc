@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <unordered_map>
 
 #include "jinja/py_string.h"
@@ -45,9 +46,21 @@ int64_t checked_int64(uint64_t u) {
   return static_cast<int64_t>(u);
 }
 
+int64_t checked_int64(double d) {
+  if (std::isnan(d)) throw EvalError("ValueError: cannot convert float NaN to integer");
+  // +-2^63 are exact doubles; every double in [-2^63, 2^63) truncates into int64.
+  if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0))
+  {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", d);
+    throw EvalError(cat("OverflowError: float ", buf, " is past the 64-bit integers templates compute with"));
+  }
+  return static_cast<int64_t>(d);
+}
+
 int64_t Value::as_int() const {
   if (node_->is_boolean()) return node_->get<bool>() ? 1 : 0;
-  if (node_->is_number_float()) return static_cast<int64_t>(node_->get<double>());
+  if (node_->is_number_float()) return checked_int64(node_->get<double>());
   if (node_->is_number_unsigned()) return checked_int64(node_->get<uint64_t>());
   return node_->get<int64_t>();
 }

@@ -116,6 +116,9 @@ class Value {
 
 // u as int64_t; OverflowError (EvalError) past INT64_MAX, never a wrapped value.
 int64_t checked_int64(uint64_t u);
+// Python's int() of a float, within the 64-bit integers: truncates toward zero;
+// NaN, infinities and values past int64 are refused (EvalError), never wrapped.
+int64_t checked_int64(double d);
 // Python type name, for error messages ("str", "int", "NoneType", "dict", ...).
 std::string type_name(const Value& v);  // "tuple" for a tuple
 bool truthy(const Value& v);

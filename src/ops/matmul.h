@@ -118,9 +118,9 @@ enum class Bf16Kernel { kProbe, kWiden, kWiden256, kSplit3, kSplit, kWidenT0, kW
 // --dense int8 products with few activation rows (n < 8: decode, speculative
 // verify, small batches) have two kernels on paths with a byte dot product
 // (avx512's VNNI, and the scalar twin):
-//   int    integer dot products on the codes against 21-bit quantized activations
-//          (ops/matmul_table.h, Q8Input; ~1e-6 relative, far below the int8 codes'
-//          own error; a row's result does not depend on n);
+//   int    integer dot products on the codes against 15-bit quantized activations
+//          (ops/matmul_table.h, Q8Input; ~3e-5 relative, far below the int8 codes'
+//          own ~4e-3; a row's result does not depend on n);
 //   widen  the codes widened to fp32 in registers (dense_rows), as for n >= 8.
 // Which is faster depends on the host and on n (Zen 5: int from memory at n = 1,
 // widen at n = 4), so a start-up probe picks one for n = 1 and one for 2 <= n < 8;

@@ -257,8 +257,8 @@ void bf16_split2_rows(const DenseMatrix& W, const uint16_t* Xs, float* Y, int64_
 // ---- --dense int8 decode: VNNI byte dot products on the codes (Q8Input) ----
 //
 // Per 64 columns of a weight row: the codes made unsigned (w + 128: one xor), then
-// vpdpbusd with each of the three signed activation levels h, m, l into 16 int32
-// lanes: 3 dot products and an xor where widening takes 12 instructions
+// vpdpbusd with each of the two signed activation levels h, l into 16 int32
+// lanes: 2 dot products and an xor where widening takes 12 instructions
 // (sign-extend, convert, FMA per 16 codes). Q8R rows at once share the activation
 // loads; the next rows' codes are prefetched. Each row's lanes are summed at the end
 // and combined in int64 (the - 128 Σ xq term from the quantizer).
@@ -267,23 +267,21 @@ template <int NRW>
 inline void q8_int_tile(const int8_t* w, int64_t K, const Q8Input& X, int64_t j, const float* rscale, float* y,
                         int64_t ldy) {
   const int8_t* xh = X.h + j * X.kp;
-  const int8_t* xm = X.m + j * X.kp;
   const int8_t* xl = X.l + j * X.kp;
   const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
-  __m512i acc[NRW][3];
+  __m512i acc[NRW][2];
   QINFER_UNROLL
   for (int i = 0; i < NRW; ++i)
     QINFER_UNROLL
-    for (int l = 0; l < 3; ++l) acc[i][l] = _mm512_setzero_si512();
+    for (int l = 0; l < 2; ++l) acc[i][l] = _mm512_setzero_si512();
   int64_t k = 0;
   auto step = [&](const __m512i* wv) {
-    const __m512i vh = _mm512_loadu_si512(xh + k), vm = _mm512_loadu_si512(xm + k), vl = _mm512_loadu_si512(xl + k);
+    const __m512i vh = _mm512_loadu_si512(xh + k), vl = _mm512_loadu_si512(xl + k);
     QINFER_UNROLL
     for (int i = 0; i < NRW; ++i) {
       const __m512i u = _mm512_xor_si512(wv[i], bias);
       acc[i][0] = _mm512_dpbusd_epi32(acc[i][0], u, vh);
-      acc[i][1] = _mm512_dpbusd_epi32(acc[i][1], u, vm);
-      acc[i][2] = _mm512_dpbusd_epi32(acc[i][2], u, vl);
+      acc[i][1] = _mm512_dpbusd_epi32(acc[i][1], u, vl);
     }
   };
   for (; k + 64 <= K; k += 64) {
@@ -307,26 +305,24 @@ inline void q8_int_tile(const int8_t* w, int64_t K, const Q8Input& X, int64_t j,
   }
   QINFER_UNROLL
   for (int i = 0; i < NRW; ++i) {
-    const int64_t sh = _mm512_reduce_add_epi32(acc[i][0]), sm = _mm512_reduce_add_epi32(acc[i][1]);
-    const int64_t sl = _mm512_reduce_add_epi32(acc[i][2]);
-    const int64_t d = sh * (int64_t{1} << 14) + sm * (int64_t{1} << 7) + sl - 128 * X.sxq[j];
+    const int64_t sh = _mm512_reduce_add_epi32(acc[i][0]), sl = _mm512_reduce_add_epi32(acc[i][1]);
+    const int64_t d = sh * (int64_t{1} << 7) + sl - 128 * X.sxq[j];
     y[j * ldy + i] = q8_int_output(d, X.sx[j], rscale[i]);
   }
 }
 
 // One weight row read front to back (decode, n = 1: a single sequential stream, like
 // the widening kernel's dense_row_seq; the activation levels stay in L1), two 64-column
-// chunks per step into separate accumulators (six dependency chains of vpdpbusd).
+// chunks per step into separate accumulators (four dependency chains of vpdpbusd).
 inline void q8_int_row_seq(const int8_t* w, int64_t K, const Q8Input& X, float rscale, float* y) {
   const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
-  __m512i acc[2][3];
+  __m512i acc[2][2];
   for (auto& a : acc)
     for (auto& v : a) v = _mm512_setzero_si512();
   auto chunk = [&](int e, int64_t k, __m512i wv) {
     const __m512i u = _mm512_xor_si512(wv, bias);
     acc[e][0] = _mm512_dpbusd_epi32(acc[e][0], u, _mm512_loadu_si512(X.h + k));
-    acc[e][1] = _mm512_dpbusd_epi32(acc[e][1], u, _mm512_loadu_si512(X.m + k));
-    acc[e][2] = _mm512_dpbusd_epi32(acc[e][2], u, _mm512_loadu_si512(X.l + k));
+    acc[e][1] = _mm512_dpbusd_epi32(acc[e][1], u, _mm512_loadu_si512(X.l + k));
   };
   const char* pf = reinterpret_cast<const char*>(w) + kSeqPrefetch;   // a hint: may run past the matrix
   int64_t k = 0;
@@ -342,9 +338,8 @@ inline void q8_int_row_seq(const int8_t* w, int64_t K, const Q8Input& X, float r
   }
   if (k < K) chunk(1, k, _mm512_maskz_loadu_epi8(~0ull >> (64 - (K - k)), w + k));   // zero-padded levels
   const int64_t sh = _mm512_reduce_add_epi32(_mm512_add_epi32(acc[0][0], acc[1][0]));
-  const int64_t sm = _mm512_reduce_add_epi32(_mm512_add_epi32(acc[0][1], acc[1][1]));
-  const int64_t sl = _mm512_reduce_add_epi32(_mm512_add_epi32(acc[0][2], acc[1][2]));
-  const int64_t d = sh * (int64_t{1} << 14) + sm * (int64_t{1} << 7) + sl - 128 * X.sxq[0];
+  const int64_t sl = _mm512_reduce_add_epi32(_mm512_add_epi32(acc[0][1], acc[1][1]));
+  const int64_t d = sh * (int64_t{1} << 7) + sl - 128 * X.sxq[0];
   *y = q8_int_output(d, X.sx[0], rscale);
 }
 

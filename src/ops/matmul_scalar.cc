@@ -119,16 +119,14 @@ void q8_int_rows(const DenseMatrix& W, const Q8Input& X, float* Y, int64_t r0, i
     const int8_t* row = w + r * K;
     for (int64_t j = 0; j < X.n; ++j) {
       const int8_t* h = X.h + j * X.kp;
-      const int8_t* m = X.m + j * X.kp;
       const int8_t* l = X.l + j * X.kp;
-      int64_t sh = 0, sm = 0, sl = 0;
+      int64_t sh = 0, sl = 0;
       for (int64_t k = 0; k < K; ++k) {
         const int32_t u = row[k] + 128;   // the SIMD kernel's unsigned operand
         sh += u * h[k];
-        sm += u * m[k];
         sl += u * l[k];
       }
-      const int64_t d = sh * (int64_t{1} << 14) + sm * (int64_t{1} << 7) + sl - 128 * X.sxq[j];
+      const int64_t d = sh * (int64_t{1} << 7) + sl - 128 * X.sxq[j];
       Y[j * W.rows + r] = q8_int_output(d, X.sx[j], W.row_scale[r]);
     }
   }

@@ -17,7 +17,7 @@ int64_t align64(int64_t b) { return (b + 63) / 64 * 64; }
 }  // namespace
 
 int64_t q8_input_bytes(int64_t k, int64_t n) {
-  return 3 * align64(n * q8_kp(k)) + align64(n * int64_t{sizeof(float)}) + align64(n * int64_t{sizeof(int64_t)});
+  return 2 * align64(n * q8_kp(k)) + align64(n * int64_t{sizeof(float)}) + align64(n * int64_t{sizeof(int64_t)});
 }
 
 Q8Input quantize_q8_input(const float* X, int64_t n, int64_t k, unsigned char* mem) {
@@ -27,11 +27,10 @@ Q8Input quantize_q8_input(const float* X, int64_t n, int64_t k, unsigned char* m
   q.kp = q8_kp(k);
   const int64_t part = align64(n * q.kp);
   q.h = reinterpret_cast<int8_t*>(mem);
-  q.m = reinterpret_cast<int8_t*>(mem + part);
-  q.l = reinterpret_cast<int8_t*>(mem + 2 * part);
-  q.sx = reinterpret_cast<float*>(mem + 3 * part);
-  q.sxq = reinterpret_cast<int64_t*>(mem + 3 * part + align64(n * int64_t{sizeof(float)}));
-  std::memset(mem, 0, static_cast<size_t>(3 * part));
+  q.l = reinterpret_cast<int8_t*>(mem + part);
+  q.sx = reinterpret_cast<float*>(mem + 2 * part);
+  q.sxq = reinterpret_cast<int64_t*>(mem + 2 * part + align64(n * int64_t{sizeof(float)}));
+  std::memset(mem, 0, static_cast<size_t>(2 * part));
   for (int64_t j = 0; j < n; ++j) {
     const float* x = X + j * k;
     float m = 0;
@@ -42,7 +41,6 @@ Q8Input quantize_q8_input(const float* X, int64_t n, int64_t k, unsigned char* m
       else m = std::max(m, v);
     }
     int8_t* h = q.h + j * q.kp;
-    int8_t* md = q.m + j * q.kp;
     int8_t* l = q.l + j * q.kp;
     const float inv = m > 0 ? static_cast<float>(kQ8Max) / m : 0.0f;
     float s = 0;
@@ -53,9 +51,8 @@ Q8Input quantize_q8_input(const float* X, int64_t n, int64_t k, unsigned char* m
       // cvtss2si rounds to nearest even (the default mode). xq = 0 where s is 0 or NaN.
       const int32_t xq = s > 0 ? std::clamp(_mm_cvtss_si32(_mm_set_ss(x[i] * inv)), -kQ8Max, kQ8Max) : 0;
       sum += xq;
-      h[i] = static_cast<int8_t>(xq >> 14);          // floor(xq / 2^14): -128..127
-      md[i] = static_cast<int8_t>((xq >> 7) & 127);  // 0..127
-      l[i] = static_cast<int8_t>(xq & 127);          // 0..127
+      h[i] = static_cast<int8_t>(xq >> 7);     // floor(xq / 2^7): -128..127
+      l[i] = static_cast<int8_t>(xq & 127);    // 0..127
     }
     q.sx[j] = s;
     q.sxq[j] = sum;

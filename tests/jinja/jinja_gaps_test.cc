@@ -191,6 +191,17 @@ TEST(JinjaGaps, IntegersPast64BitsAreAnErrorNotAWrongValue) {
   EXPECT_NE(error_of("{{ 123456789012345678901 + 1 }}").find("gaps.jinja:1"), std::string::npos);
   EXPECT_NE(error_of("{{ 123456789012345678901 + 1 }}").find("integer literal too large"), std::string::npos);
   EXPECT_NE(error_of("{{ 18446744073709551615 - 1 }}").find("operator '-': OverflowError"), std::string::npos);
+  // A float past int64 through int() (found by fuzz_jinja_template: it was undefined behaviour).
+  EXPECT_NE(error_of("{{ 2.2e66 | int }}").find("OverflowError: float 2.2e+66 is past the 64-bit integers"),
+            std::string::npos)
+      << error_of("{{ 2.2e66 | int }}");
+  EXPECT_NE(error_of("{{ '-9.5e30' | int }}").find("OverflowError"), std::string::npos);
+  EXPECT_EQ(error_of("{{ 3.9 | int }} {{ -3.9 | int }}"), "no error, rendered: 3 -3");
+  EXPECT_NE(error_of("{{ m | abs }}", Json::parse(R"({"m": -9223372036854775808})")).find("OverflowError"),
+            std::string::npos);
+  EXPECT_EQ(error_of("{{ [m] | map(attribute='99999999999999999999') | list | length }}", Json::parse(R"({"m": [1]})")),
+            "no error, rendered: 1")
+      << "a digit path past int64 is a key lookup (missing here), not an exception from stoll";
 }
 
 TEST(JinjaGaps, ErrorsOfTheNewFeatures) {
