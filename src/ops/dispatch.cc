@@ -543,21 +543,21 @@ void q8_product(const KernelTable& t, Q8Kernel k, const DenseMatrix& W, const fl
   for_rows(W.rows, work, [&](int64_t r0, int64_t r1) { t.q8_int_rows(W, q, Y, r0, r1); });
 }
 
-// Per path: the probe's choice for one activation row and for 2..7.
+// Per path: the probe's choice for one activation row (2..7 rows follow it: q8_kernel_on).
 struct Q8Choice {
-  std::atomic<Q8Kernel> one{Q8Kernel::kProbe}, few{Q8Kernel::kProbe};
+  std::atomic<Q8Kernel> one{Q8Kernel::kProbe};
 };
 Q8Choice& q8_choice(const KernelTable& t) {
   static Q8Choice c[3];
   return c[path_index(t)];
 }
 
-// Times both kernels on a 64 MiB int8 matrix of 2048-wide rows (past the
-// caches; the scalar path a 2 MiB one) with n = 1 or n = 4 activation rows
-// (probe_matrix, probe_decode: every thread and one) and keeps the faster: ~0.1 s.
-Q8Kernel q8_probe(const KernelTable& t, bool one) {
+// Times the kernels on a 64 MiB int8 matrix of 2048-wide rows (past the
+// caches; the scalar path a 2 MiB one) with one activation row (probe_matrix,
+// probe_decode: every thread and one) and keeps the fastest: ~0.1 s.
+Q8Kernel q8_probe(const KernelTable& t) {
   const bool scalar = &t == &detail::scalar_kernels();
-  const int64_t rows = scalar ? 1024 : 32768, cols = 2048, n = one ? 1 : 4;
+  const int64_t rows = scalar ? 1024 : 32768, cols = 2048, n = 1;
   const auto w = probe_matrix<int8_t>(rows, cols, "int8", [](uint64_t i) {
     return static_cast<int8_t>(static_cast<int>((i * 40503u) >> 5 & 0xff) - 128);
   });
@@ -572,7 +572,7 @@ Q8Kernel q8_probe(const KernelTable& t, bool one) {
   std::vector<Q8Kernel> cand;
   if (t.q8_int_rows) cand.push_back(Q8Kernel::kInt);
   cand.push_back(Q8Kernel::kWiden);
-  if (one && t.matvec_rows) cand.push_back(Q8Kernel::kWidenTiled);
+  if (t.matvec_rows) cand.push_back(Q8Kernel::kWidenTiled);
   const DecodeProbe p =
       probe_decode(cand.size(), [&](size_t c) { q8_product(t, cand[c], W, x.data(), n, y.data(), dense_work(W, n)); });
   const size_t pick = p.pick;
@@ -584,8 +584,9 @@ Q8Kernel q8_probe(const KernelTable& t, bool one) {
     buf += cat(b, " (", probe_rates(p, c, gb), ")");
   }
   buf += ")";
-  log_info("kernels ", t.name, ": int8 dense ", one ? "decode (1 row)" : "products of 2-7 rows", " use ",
-           q8_kernel_name(cand[pick]), buf, "; QINFER_KERNEL_OPTS=q8_int, q8_widen or q8_widen_tiled forces one");
+  log_info("kernels ", t.name, ": int8 dense decode (1 row) uses ", q8_kernel_name(cand[pick]), buf,
+           ", 2-7 rows ", cand[pick] == Q8Kernel::kInt ? "int" : "widen",
+           "; QINFER_KERNEL_OPTS=q8_int, q8_widen or q8_widen_tiled forces one");
   return cand[pick];
 }
 
@@ -599,7 +600,12 @@ Q8Kernel q8_kernel_on(const KernelTable& t, int64_t n) {
     fail("kernel option q8_widen_tiled is not available on kernel path ", t.name, " (avx2 or avx512)");
   if (forced != Q8Kernel::kProbe) return forced;
   if (!t.q8_int_rows && (n != 1 || !t.matvec_rows)) return Q8Kernel::kWiden;  // one candidate
-  return probed_once(n == 1 ? q8_choice(t).one : q8_choice(t).few, [&] { return q8_probe(t, n == 1); });
+  const Q8Kernel one = probed_once(q8_choice(t).one, [&] { return q8_probe(t); });
+  // 2..7 rows (a speculative verify pass) compute each row as one-row decode does:
+  // the integer kernel's quantized activations if decode takes it, fp32 widening
+  // otherwise, so that verifying a token gives the logits decoding it would have.
+  if (n == 1) return one;
+  return one == Q8Kernel::kInt ? Q8Kernel::kInt : Q8Kernel::kWiden;
 }
 
 bool q8_int_on(const KernelTable& t, const DenseMatrix& W, int64_t n) {

@@ -122,8 +122,10 @@ enum class Bf16Kernel { kProbe, kWiden, kWiden256, kSplit3, kSplit, kWidenT0, kW
 //          (ops/matmul_table.h, Q8Input; ~3e-5 relative, far below the int8 codes'
 //          own ~4e-3; a row's result does not depend on n);
 //   widen  the codes widened to fp32 in registers (dense_rows), as for n >= 8.
-// Which is faster depends on the host and on n (Zen 5: int from memory at n = 1,
-// widen at n = 4), so a start-up probe picks one for n = 1 and one for 2 <= n < 8;
+// Which is faster depends on the host, so a start-up probe picks one for n = 1;
+// 2 <= n < 8 follow it (int if int, widening otherwise), so that a speculative
+// verify pass computes every row with the numerics of one-row decode (the integer
+// kernel's 15-bit activations differ from widening by ~3e-5 relative);
 // QINFER_KERNEL_OPTS=q8_int, q8_widen or q8_widen_tiled forces one for every n < 8
 // (widen_tiled widens for n > 1).
 //   widen_tiled  (one row only, SIMD paths) the same widening in 8-row (avx512) /
