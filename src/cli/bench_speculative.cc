@@ -72,6 +72,18 @@ void bench_speculative(Model& m, int K, int rounds, int64_t draft_vocab, bool dr
   for (int k = 1; k <= K; ++k) verify_seq.push_back(fresh());
   for (size_t i = 0; i < K * rates.size(); ++i) cycle_seq.push_back(fresh());
 
+  // One verify pass of k + 1 tokens on its own sequence, then the rollback of a
+  // single kept token (the largest copy a rejection makes).
+  auto verify_pass = [&](int k, const std::vector<int>& in) {
+    m.forward({{verify_seq[k - 1].get(), in.data(), k + 1, logits.data(), true, hidden.data(), true}});
+    verify_seq[k - 1]->rollback(1);
+  };
+  auto random_ids = [&](int n) {
+    std::vector<int> ids(n);
+    for (int& x : ids) x = tok(rng);
+    return ids;
+  };
+
   std::vector<double> plain, draft, draft_cache, draft_short;
   std::vector<std::vector<double>> verify(K);
   std::vector<std::vector<double>> cycle_time(K * rates.size()), cycle_tokens(K * rates.size());
@@ -88,12 +100,9 @@ void bench_speculative(Model& m, int K, int rounds, int64_t draft_vocab, bool dr
     plain.push_back(step);
 
     for (int k = 1; k <= K; ++k) {
-      std::vector<int> in(k + 1);
-      for (int& x : in) x = tok(rng);
-      Model::Step st{verify_seq[k - 1].get(), in.data(), k + 1, logits.data(), true, hidden.data(), true};
+      const std::vector<int> in = random_ids(k + 1);
       t0 = now_seconds();
-      m.forward({st});
-      verify_seq[k - 1]->rollback(1);   // the largest copy a rejection makes
+      verify_pass(k, in);
       verify[k - 1].push_back((now_seconds() - t0) / step);
     }
     // Draft steps: one MTP row with the lm_head, without it, and over a short vocabulary.
@@ -191,12 +200,7 @@ void bench_speculative(Model& m, int K, int rounds, int64_t draft_vocab, bool dr
   std::printf("profile      %d plain decode steps:\n%s", reps, model::profile_report().c_str());
   for (int k = 1; k <= K; ++k) {
     model::profile_reset();
-    for (int i = 0; i < reps; ++i) {
-      std::vector<int> in(k + 1);
-      for (int& x : in) x = tok(rng);
-      m.forward({{verify_seq[k - 1].get(), in.data(), k + 1, logits.data(), true, hidden.data(), true}});
-      verify_seq[k - 1]->rollback(1);
-    }
+    for (int i = 0; i < reps; ++i) verify_pass(k, random_ids(k + 1));
     std::printf("profile      %d verify passes of %d tokens (rollback not timed by part):\n%s", reps, k + 1,
                 model::profile_report().c_str());
   }

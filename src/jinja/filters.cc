@@ -1,5 +1,6 @@
 // Built-in filters (Jinja 3.1 behaviour) plus Hugging Face's `tojson`.
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <unordered_map>
@@ -22,9 +23,12 @@ Value get_path(const Value& item, const Value& attribute) {
   if (!attribute.is_string()) return get_item(item, attribute);
   Value cur = item;
   for (const auto& part : py::split(attribute.str(), std::string("."), -1)) {
-    bool digits = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
-    // An index past int64 is no index of any list: look it up as a key.
-    cur = digits && part.size() < 19 ? get_item(cur, Value(static_cast<int64_t>(std::stoll(part)))) : get_item(cur, Value(part));
+    // All digits and within int64: an index; anything else (an index past int64 is no
+    // index of any list) is looked up as a key.
+    int64_t index = 0;
+    const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), index);
+    const bool digits = !part.empty() && part[0] != '-' && ec == std::errc() && end == part.data() + part.size();
+    cur = digits ? get_item(cur, Value(index)) : get_item(cur, Value(part));
   }
   return cur;
 }

@@ -49,8 +49,7 @@ int64_t checked_int64(uint64_t u) {
 int64_t checked_int64(double d) {
   if (std::isnan(d)) throw EvalError("ValueError: cannot convert float NaN to integer");
   // +-2^63 are exact doubles; every double in [-2^63, 2^63) truncates into int64.
-  if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0))
-  {
+  if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%g", d);
     throw EvalError(cat("OverflowError: float ", buf, " is past the 64-bit integers templates compute with"));

@@ -385,7 +385,7 @@ std::vector<double> probe_times(size_t count, const Run& run) {
   return best;
 }
 
-// A decode probe's timings: each candidate with every pool thread (all) and on the
+// A kernel probe's timings: each candidate with every pool thread (all) and on the
 // calling thread alone (one: for_rows runs inline), and the pick. Two threads of a
 // shared VM often stream no faster than its memory lets through at that moment,
 // so in a busy minute every candidate ties there and the all-thread ranking is
@@ -395,23 +395,22 @@ std::vector<double> probe_times(size_t count, const Run& run) {
 // 31-35 in a busy one; one thread: widen_nopf 29.7, widen 23.4). The pick minimizes
 // all / min(all) + one / min(one): the fastest on both counts, and where the
 // all-thread times tie, the fastest core.
-struct DecodeProbe {
+// Panel probes (compute-bound, every candidate's rate its own) time with every
+// thread only: with_one false.
+struct KernelProbe {
   std::vector<double> all, one;
   size_t pick = 0;
 };
 template <class Run>
-DecodeProbe probe_decode(size_t count, const Run& run) {
-  DecodeProbe p;
+KernelProbe probe_kernels(size_t count, const Run& run, bool with_one = true) {
+  KernelProbe p;
   p.all = probe_times(count, run);
-  if (ThreadPool::global().size() > 1 && !t_in_kernel) {
-    t_in_kernel = true;
-    try {
-      p.one = probe_times(count, run);
-    } catch (...) {
-      t_in_kernel = false;
-      throw;
-    }
-    t_in_kernel = false;
+  if (with_one && ThreadPool::global().size() > 1 && !t_in_kernel) {
+    struct Inline {   // for_rows runs on this thread while it lives
+      Inline() { t_in_kernel = true; }
+      ~Inline() { t_in_kernel = false; }
+    } inline_rows;
+    p.one = probe_times(count, run);
   }
   const double all_min = *std::min_element(p.all.begin(), p.all.end());
   const double one_min = p.one.empty() ? 1.0 : *std::min_element(p.one.begin(), p.one.end());
@@ -426,7 +425,7 @@ DecodeProbe probe_decode(size_t count, const Run& run) {
   return p;
 }
 // Rate text for a probe line: "12.3 GB/s" with every thread, and ", 1 thread 6.1" when measured.
-std::string probe_rates(const DecodeProbe& p, size_t c, double gb) {
+std::string probe_rates(const KernelProbe& p, size_t c, double gb) {
   char buf[96];
   if (p.one.empty()) std::snprintf(buf, sizeof buf, "%.1f GB/s", gb / p.all[c]);
   else std::snprintf(buf, sizeof buf, "%.1f GB/s, 1 thread %.1f", gb / p.all[c], gb / p.one[c]);
@@ -463,7 +462,7 @@ Bf16Choice& bf16_choice(const KernelTable& t) {
 // of the model's lm_head and projections, n = 1) and a panel shape (512 x 2048,
 // n = 64: big enough that a kernel's fixed costs, such as AMX's activation
 // packing, weigh as they do in a prefill chunk), best of 4 alternating rounds after one warm-up, and keeps the
-// fastest (decode: timed with every thread and with one, probe_decode). About 0.25 s on the SIMD paths (the
+// fastest (decode: timed with every thread and with one, probe_kernels). About 0.25 s on the SIMD paths (the
 // scalar path probes a smaller matrix: its kernels are forced only, never a default on a SIMD host). The
 // decode-only widening variants compete for decode only (for n > 1 they are widen).
 Bf16Kernel bf16_probe(const KernelTable& t, bool panel) {
@@ -480,14 +479,9 @@ Bf16Kernel bf16_probe(const KernelTable& t, bool panel) {
   std::vector<float> x(n * cols), y(n * rows);
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) - 3.0f;
   const DenseMatrix W = dense_view(WType::BF16, w.get(), rows, cols);
-  auto run = [&](size_t c) { bf16_exact_product(t, cand[c], W, x.data(), n, y.data(), dense_work(W, n)); };
-  DecodeProbe p;
-  if (panel) {
-    p.all = probe_times(cand.size(), run);
-    p.pick = std::min_element(p.all.begin(), p.all.end()) - p.all.begin();
-  } else {
-    p = probe_decode(cand.size(), run);
-  }
+  const KernelProbe p = probe_kernels(
+      cand.size(), [&](size_t c) { bf16_exact_product(t, cand[c], W, x.data(), n, y.data(), dense_work(W, n)); },
+      !panel);
   std::string line = cat("kernels ", t.name, ": BF16 dense ", panel ? "panels" : "decode", " uses ",
                          bf16_kernel_name(cand[p.pick]), " (probe, best of 4:");
   const double gb = static_cast<double>(W.bytes()) / 1e9;
@@ -554,7 +548,7 @@ Q8Choice& q8_choice(const KernelTable& t) {
 
 // Times the kernels on a 64 MiB int8 matrix of 2048-wide rows (past the
 // caches; the scalar path a 2 MiB one) with one activation row (probe_matrix,
-// probe_decode: every thread and one) and keeps the fastest: ~0.1 s.
+// probe_kernels: every thread and one) and keeps the fastest: ~0.1 s.
 Q8Kernel q8_probe(const KernelTable& t) {
   const bool scalar = &t == &detail::scalar_kernels();
   const int64_t rows = scalar ? 1024 : 32768, cols = 2048, n = 1;
@@ -573,9 +567,8 @@ Q8Kernel q8_probe(const KernelTable& t) {
   if (t.q8_int_rows) cand.push_back(Q8Kernel::kInt);
   cand.push_back(Q8Kernel::kWiden);
   if (t.matvec_rows) cand.push_back(Q8Kernel::kWidenTiled);
-  const DecodeProbe p =
-      probe_decode(cand.size(), [&](size_t c) { q8_product(t, cand[c], W, x.data(), n, y.data(), dense_work(W, n)); });
-  const size_t pick = p.pick;
+  const KernelProbe p =
+      probe_kernels(cand.size(), [&](size_t c) { q8_product(t, cand[c], W, x.data(), n, y.data(), dense_work(W, n)); });
   const double gb = static_cast<double>(rows * cols) / 1e9;
   std::string buf = " (probe, best of 4:";
   for (size_t c = 0; c < cand.size(); ++c) {
@@ -584,10 +577,10 @@ Q8Kernel q8_probe(const KernelTable& t) {
     buf += cat(b, " (", probe_rates(p, c, gb), ")");
   }
   buf += ")";
-  log_info("kernels ", t.name, ": int8 dense decode (1 row) uses ", q8_kernel_name(cand[pick]), buf,
-           ", 2-7 rows ", cand[pick] == Q8Kernel::kInt ? "int" : "widen",
+  log_info("kernels ", t.name, ": int8 dense decode (1 row) uses ", q8_kernel_name(cand[p.pick]), buf,
+           ", 2-7 rows ", cand[p.pick] == Q8Kernel::kInt ? "int" : "widen",
            "; QINFER_KERNEL_OPTS=q8_int, q8_widen or q8_widen_tiled forces one");
-  return cand[pick];
+  return cand[p.pick];
 }
 
 Q8Kernel q8_kernel_on(const KernelTable& t, int64_t n) {

@@ -76,7 +76,7 @@ void matmul_batch(const BatchProduct* items, size_t count);
 // chosen per host at the first BF16 product by a short timing probe (logged
 // once on stderr), separately for decode-sized (n < 16) and panel-sized inputs
 // (decode candidates timed with every pool thread and with one: dispatch.cc,
-// probe_decode), among those as accurate as fp32 widening (so no test tolerance depends on
+// probe_kernels), among those as accurate as fp32 widening (so no test tolerance depends on
 // the host's choice):
 //   widen     weights widened to fp32 in registers, fp32 FMA (every path);
 //             decode on rows of <= 8 KiB reads them one after another with a

@@ -33,9 +33,9 @@ int64_t q4_input_bytes(const GptqMatrix& W, int64_t n);
 // (half a step of max|w| / 127, ~4e-3 of a row's scale) is ~130 times the
 // activations' (max|x| / (2 (2^14 - 1)), ~3e-5), and one dot product fewer per 64
 // codes lifts one core's rate (AMD Zen 4, 1 GB of codes, one thread: 19 -> 24 GB/s;
-// a plain read 28). The codes w are made its unsigned
-// operand as w + 128 (one xor), so Σ_k w_k xq_k = Σ (w + 128) xq - 128 Σ xq, with
-// sxq = Σ xq per activation row: exact in int64; the output is q8_int_output of it.
+// a plain read 28). The codes w are made its unsigned operand as w + 128 (one xor),
+// so Σ_k w_k xq_k = Σ (w + 128) xq - 128 Σ xq, with sxq = Σ xq per activation row:
+// exact in int64; the output is q8_int_output of it.
 // Error per element: at most half a step, max|x| / (2 (2^14 - 1)), far below the
 // int8 codes' own (half a step of max|w| / 127). A row holding a non-finite value gets
 // sx = NaN (its outputs are NaN). h and l are [n][kp], kp = round_up(k, 64), the
