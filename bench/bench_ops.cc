@@ -270,6 +270,18 @@ int register_all() {
                                         q8_kernel_name(k)).c_str(),
                                        bm_dense, p, WType::Q8, rows, cols, n, false, Bf16Kernel::kProbe, k)
               ->Unit(benchmark::kMillisecond)->UseRealTime();
+    if (fast && p != "avx2")  // --dense int8 prefill panels, each kernel forced (the panel probe picks one)
+      for (int64_t n : {8, 32, 128, 512})
+        for (Q8Kernel k : {Q8Kernel::kInt, Q8Kernel::kWiden})
+          benchmark::RegisterBenchmark(("q8_matmul_2048x8192_n" + std::to_string(n) + "/" + p + "/q8_" +
+                                        q8_kernel_name(k)).c_str(),
+                                       bm_dense, p, WType::Q8, 8192, 2048, n, false, Bf16Kernel::kProbe, k)
+              ->Unit(benchmark::kMillisecond)->UseRealTime();
+    if (fast && p != "avx2")  // 4096-wide rows (DeltaNet and attention output projections)
+      for (Q8Kernel k : {Q8Kernel::kInt, Q8Kernel::kWiden})
+        benchmark::RegisterBenchmark(("q8_matmul_4096x2048_n512/" + p + "/q8_" + q8_kernel_name(k)).c_str(), bm_dense,
+                                     p, WType::Q8, 2048, 4096, 512, false, Bf16Kernel::kProbe, k)
+            ->Unit(benchmark::kMillisecond)->UseRealTime();
     int4("int4_matvec_expert_512x2048", 512, 2048, 1, 1);
     int4("int4_matvec_8experts_512x2048", 512, 2048, 1, 8);
     int4("int4_matvec_64experts_512x2048", 512, 2048, 1, 64);
@@ -279,6 +291,7 @@ int register_all() {
     if (fast) {
       dense("bf16_matmul_2048x8192_n64", WType::BF16, 8192, 2048, 64);
       dense("bf16_matmul_2048x8192_n512", WType::BF16, 8192, 2048, 512);
+      dense("bf16_matmul_4096x2048_n512", WType::BF16, 2048, 4096, 512);   // 4096-wide rows: output projections
       int4("int4_matmul_expert_512x2048_n64", 512, 2048, 64, 1);
       int4("int4_matmul_expert_512x2048_n512", 512, 2048, 512, 1);
       benchmark::RegisterBenchmark(("int4_matmul_moe_512tok_1024x2048/" + p).c_str(), bm_int4_moe, p, 1024, 2048,

@@ -521,9 +521,11 @@ int shared_pass_mode(const KernelTable& t, const DenseMatrix& W, int64_t n) {
   return widen_mode(bf16_kernel_on(t, n));
 }
 
-// ---- --dense int8 with few activation rows: integer or widening (Q8Kernel) ----
+// ---- --dense int8: integer or widening (Q8Kernel) ----
 
-constexpr int64_t kQ8IntMaxRows = 8;
+// Products of fewer activation rows than this (decode, speculative verify, small
+// batches) follow the one-row probe; more (prefill) the panel probe.
+constexpr int64_t kQ8FewRows = 8;
 
 // An int8 product on either kernel; the integer one quantizes X first.
 void q8_product(const KernelTable& t, Q8Kernel k, const DenseMatrix& W, const float* X, int64_t n, float* Y,
@@ -537,21 +539,21 @@ void q8_product(const KernelTable& t, Q8Kernel k, const DenseMatrix& W, const fl
   for_rows(W.rows, work, [&](int64_t r0, int64_t r1) { t.q8_int_rows(W, q, Y, r0, r1); });
 }
 
-// Per path: the probe's choice for one activation row (2..7 rows follow it: q8_kernel_on).
+// Per path: the probe's choice for one activation row (2..7 rows follow it: q8_kernel_on)
+// and for panels (n >= kQ8FewRows: prefill).
 struct Q8Choice {
   std::atomic<Q8Kernel> one{Q8Kernel::kProbe};
+  std::atomic<Q8Kernel> panel{Q8Kernel::kProbe};
 };
 Q8Choice& q8_choice(const KernelTable& t) {
   static Q8Choice c[3];
   return c[path_index(t)];
 }
 
-// Times the kernels on a 64 MiB int8 matrix of 2048-wide rows (past the
-// caches; the scalar path a 2 MiB one) with one activation row (probe_matrix,
-// probe_kernels: every thread and one) and keeps the fastest: ~0.1 s.
-Q8Kernel q8_probe(const KernelTable& t) {
-  const bool scalar = &t == &detail::scalar_kernels();
-  const int64_t rows = scalar ? 1024 : 32768, cols = 2048, n = 1;
+// Times int8 kernels on a rows x 2048 matrix with n activation rows (probe_matrix,
+// probe_kernels; with_one: also on one thread) and returns the probe.
+KernelProbe q8_time(const KernelTable& t, const std::vector<Q8Kernel>& cand, int64_t rows, int64_t n, bool with_one) {
+  const int64_t cols = 2048;
   const auto w = probe_matrix<int8_t>(rows, cols, "int8", [](uint64_t i) {
     return static_cast<int8_t>(static_cast<int>((i * 40503u) >> 5 & 0xff) - 128);
   });
@@ -563,13 +565,21 @@ Q8Kernel q8_probe(const KernelTable& t) {
   W.row_scale.assign(rows, 1.0f / 127);
   std::vector<float> x(n * cols), y(n * rows);
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) - 3.0f;
+  return probe_kernels(
+      cand.size(), [&](size_t c) { q8_product(t, cand[c], W, x.data(), n, y.data(), dense_work(W, n)); }, with_one);
+}
+
+// Decode: the kernels on a 64 MiB matrix of 2048-wide rows (past the caches; the
+// scalar path a 2 MiB one) with one activation row, every thread and one: ~0.1 s.
+Q8Kernel q8_probe(const KernelTable& t) {
+  const bool scalar = &t == &detail::scalar_kernels();
+  const int64_t rows = scalar ? 1024 : 32768;
   std::vector<Q8Kernel> cand;
   if (t.q8_int_rows) cand.push_back(Q8Kernel::kInt);
   cand.push_back(Q8Kernel::kWiden);
   if (t.matvec_rows) cand.push_back(Q8Kernel::kWidenTiled);
-  const KernelProbe p =
-      probe_kernels(cand.size(), [&](size_t c) { q8_product(t, cand[c], W, x.data(), n, y.data(), dense_work(W, n)); });
-  const double gb = static_cast<double>(rows * cols) / 1e9;
+  const KernelProbe p = q8_time(t, cand, rows, 1, true);
+  const double gb = static_cast<double>(rows * 2048) / 1e9;
   std::string buf = " (probe, best of 4:";
   for (size_t c = 0; c < cand.size(); ++c) {
     char b[48];
@@ -583,14 +593,30 @@ Q8Kernel q8_probe(const KernelTable& t) {
   return cand[p.pick];
 }
 
+// Panels (prefill): the integer kernel against fp32 widening on a 2 MiB matrix (in
+// L2/L3: the products are compute-bound) with 64 activation rows, every thread: ~20 ms.
+Q8Kernel q8_panel_probe(const KernelTable& t) {
+  const std::vector<Q8Kernel> cand{Q8Kernel::kInt, Q8Kernel::kWiden};
+  const KernelProbe p = q8_time(t, cand, 1024, 64, false);
+  char b[96];
+  std::snprintf(b, sizeof b, " (probe, best of 4: int %.3f ms, widen %.3f ms)", p.all[0] * 1e3, p.all[1] * 1e3);
+  log_info("kernels ", t.name, ": int8 dense panels (prefill) use ", q8_kernel_name(cand[p.pick]), b,
+           "; QINFER_KERNEL_OPTS=q8_int or q8_widen forces one");
+  return cand[p.pick];
+}
+
 Q8Kernel q8_kernel_on(const KernelTable& t, int64_t n) {
-  if (n >= kQ8IntMaxRows) return Q8Kernel::kWiden;
   const Q8Kernel forced = options_state().q8.load(std::memory_order_relaxed);
   if (forced == Q8Kernel::kInt && !t.q8_int_rows)
     fail("kernel option q8_int is not available on kernel path ", t.name, " (it needs a byte dot product: avx512's "
          "VNNI, or the scalar twin)");
   if (forced == Q8Kernel::kWidenTiled && !t.matvec_rows)
     fail("kernel option q8_widen_tiled is not available on kernel path ", t.name, " (avx2 or avx512)");
+  if (n >= kQ8FewRows) {   // panels: widen_tiled is a one-row kernel
+    if (forced != Q8Kernel::kProbe) return forced == Q8Kernel::kInt ? Q8Kernel::kInt : Q8Kernel::kWiden;
+    if (!t.q8_int_rows) return Q8Kernel::kWiden;
+    return probed_once(q8_choice(t).panel, [&] { return q8_panel_probe(t); });
+  }
   if (forced != Q8Kernel::kProbe) return forced;
   if (!t.q8_int_rows && (n != 1 || !t.matvec_rows)) return Q8Kernel::kWiden;  // one candidate
   const Q8Kernel one = probed_once(q8_choice(t).one, [&] { return q8_probe(t); });
@@ -602,7 +628,7 @@ Q8Kernel q8_kernel_on(const KernelTable& t, int64_t n) {
 }
 
 bool q8_int_on(const KernelTable& t, const DenseMatrix& W, int64_t n) {
-  return W.type == WType::Q8 && n < kQ8IntMaxRows && q8_kernel_on(t, n) == Q8Kernel::kInt &&
+  return W.type == WType::Q8 && q8_kernel_on(t, n) == Q8Kernel::kInt &&
          W.cols <= detail::kQ8IntMaxCols;
 }
 

@@ -115,8 +115,7 @@ void matmul_batch(const BatchProduct* items, size_t count);
 // (bf16_widen, bf16_widen_t0, ..., bf16_split) to force it (an error when the
 // path lacks it).
 enum class Bf16Kernel { kProbe, kWiden, kWiden256, kSplit3, kSplit, kWidenT0, kWidenNoPf, kWidenTiled, kAmx };
-// --dense int8 products with few activation rows (n < 8: decode, speculative
-// verify, small batches) have two kernels on paths with a byte dot product
+// --dense int8 products have two kernels on paths with a byte dot product
 // (avx512's VNNI, and the scalar twin):
 //   int    integer dot products on the codes against 15-bit quantized activations
 //          (ops/matmul_table.h, Q8Input; ~3e-5 relative, far below the int8 codes'
@@ -125,9 +124,11 @@ enum class Bf16Kernel { kProbe, kWiden, kWiden256, kSplit3, kSplit, kWidenT0, kW
 // Which is faster depends on the host, so a start-up probe picks one for n = 1;
 // 2 <= n < 8 follow it (int if int, widening otherwise), so that a speculative
 // verify pass computes every row with the numerics of one-row decode (the integer
-// kernel's 15-bit activations differ from widening by ~3e-5 relative);
-// QINFER_KERNEL_OPTS=q8_int, q8_widen or q8_widen_tiled forces one for every n < 8
-// (widen_tiled widens for n > 1).
+// kernel's 15-bit activations differ from widening by ~3e-5 relative). From 8 rows
+// on (prefill: compute-bound, where two vpdpbusd per 64 products beat widening's
+// fp32 FMAs ~1.8x on AVX-512 from 64 rows on, in k-major integer panels) a second
+// probe picks one for panels. QINFER_KERNEL_OPTS=q8_int, q8_widen or q8_widen_tiled
+// forces one for every n (widen_tiled widens for n > 1).
 //   widen_tiled  (one row only, SIMD paths) the same widening in 8-row (avx512) /
 //          4-row (avx2) tiles that read x once: on the Intel Xeon of issue 19 the
 //          row-after-row kernels stream 2 KiB int8 rows at a fraction of the rate.
@@ -144,8 +145,8 @@ KernelOptions kernel_options();
 const char* bf16_kernel_name(Bf16Kernel k);
 const char* q8_kernel_name(Q8Kernel k);
 // The kernel an int8 dense product with n activation rows uses on the current
-// path (kInt or kWiden; runs the probe first where it has not run, nothing is
-// forced and both exist; n >= 8 always widens).
+// path (runs the probe for n's class first where it has not run, nothing is
+// forced and both exist).
 Q8Kernel q8_kernel_for(int64_t n);
 // The exact BF16 kernel products with n activation rows use on the current
 // path (runs the probe first when it has not run and nothing is forced).

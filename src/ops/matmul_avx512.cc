@@ -266,8 +266,8 @@ constexpr int Q8R = 4;
 template <int NRW>
 inline void q8_int_tile(const int8_t* w, int64_t K, const Q8Input& X, int64_t j, const float* rscale, float* y,
                         int64_t ldy) {
-  const int8_t* xh = X.h + j * X.kp;
-  const int8_t* xl = X.l + j * X.kp;
+  const int8_t* xh = X.h + j * X.ld;
+  const int8_t* xl = X.l + j * X.ld;
   const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
   __m512i acc[NRW][2];
   QINFER_UNROLL
@@ -343,10 +343,118 @@ inline void q8_int_row_seq(const int8_t* w, int64_t K, const Q8Input& X, float r
   *y = q8_int_output(d, X.sx[0], rscale);
 }
 
+// ---- --dense int8 prefill (n >= kQ8PanelMin): k-major integer panels ----
+//
+// 16 weight rows' codes, made unsigned (w + 128), transposed 4 columns at a time
+// into a panel of 64-byte vectors (lane i = row i's 4 codes k..k+3); every
+// activation row then runs against it: per 4 columns two vpdpbusd (levels h, l)
+// with the row's 4 bytes broadcast, 16 outputs per instruction and no horizontal
+// sums (the fp32 panels' scheme, dense_panel_simd.h, at twice the products per
+// instruction). Lane i holds row i's exact Σ (w + 128) h and Σ (w + 128) l
+// (< 2^31 for k <= kQ8IntMaxCols): the outputs equal the row-major kernels' and
+// the scalar twin's bit for bit, whatever n is.
+// From 64 activation rows on; below, the transposes cost more than the row-major
+// tiles' horizontal sums (bench_ops q8_matmul_2048x8192, 2 threads, Zen 4: n = 8 / 32
+// row-major 303 / 314 GFLOP/s, panels 166 / 289; n = 128 / 512 333 / 345 vs 379 / 391).
+constexpr int64_t kQ8PanelMin = 64;
+// Activation rows per panel pass (16 accumulators): 12 ran at 297 GFLOP/s (n = 512),
+// 6 and 8 at 397 (24 activation streams outrun the L1 prefetch and the integer registers).
+constexpr int Q8PNX = 8;
+
+// 16 outputs (rows r .. r + nr of activation row j) from the two level sums, as
+// q8_int_output computes each: d in int64, then double(d) * (double(sx) * double(scale)).
+inline void q8_panel_out(__m512i sh, __m512i sl, const Q8Input& X, int64_t j, const __m512d* rsd, int nr, float* y) {
+  const __m512i corr = _mm512_set1_epi64(128 * X.sxq[j]);
+  const __m512d sx = _mm512_set1_pd(static_cast<double>(X.sx[j]));
+  __m256 half[2];
+  for (int hf = 0; hf < 2; ++hf) {
+    const __m512i h64 = _mm512_cvtepi32_epi64(hf ? _mm512_extracti64x4_epi64(sh, 1) : _mm512_castsi512_si256(sh));
+    const __m512i l64 = _mm512_cvtepi32_epi64(hf ? _mm512_extracti64x4_epi64(sl, 1) : _mm512_castsi512_si256(sl));
+    const __m512i d = _mm512_sub_epi64(_mm512_add_epi64(_mm512_slli_epi64(h64, 7), l64), corr);
+    half[hf] = _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_cvtepi64_pd(d), _mm512_mul_pd(sx, rsd[hf])));
+  }
+  const __m512 v = _mm512_insertf32x8(_mm512_castps256_ps512(half[0]), half[1], 1);
+  _mm512_mask_storeu_ps(y, static_cast<__mmask16>((1u << nr) - 1), v);
+}
+
+template <int NX>
+inline void q8_panel_pass(const __m512i* panel, int64_t steps, const Q8Input& X, int64_t j0, const __m512d* rsd,
+                          int nr, float* Y, int64_t ldy) {
+  __m512i ah[NX], al[NX];
+  QINFER_UNROLL
+  for (int j = 0; j < NX; ++j) ah[j] = al[j] = _mm512_setzero_si512();
+  const int8_t* xh = X.h + j0 * X.ld;
+  const int8_t* xl = X.l + j0 * X.ld;
+  for (int64_t s = 0; s < steps; ++s) {
+    const __m512i u = _mm512_load_si512(panel + s);
+    QINFER_UNROLL
+    for (int j = 0; j < NX; ++j) {
+      ah[j] = V::dot4(ah[j], u, xh + j * X.ld + 4 * s);
+      al[j] = V::dot4(al[j], u, xl + j * X.ld + 4 * s);
+    }
+  }
+  QINFER_UNROLL
+  for (int j = 0; j < NX; ++j) q8_panel_out(ah[j], al[j], X, j0 + j, rsd, nr, Y + (j0 + j) * ldy);
+}
+
+// Panels are built kQ8PanelBlock at a time (16 weight rows each) and each block's
+// panels run over the activations a block of rows at a time, both blocks sized to
+// sit in L2 together: the activations are read from L3 once per block of panels
+// instead of once per panel (4096-wide rows: 4 MiB per pass for 512 rows).
+constexpr int kQ8PanelBlock = 4;
+
+void q8_int_panels(const DenseMatrix& W, const Q8Input& X, float* Y, int64_t r0, int64_t r1) {
+  const int8_t* w = static_cast<const int8_t*>(W.weights());
+  const int64_t K = W.cols, ldy = W.rows, steps = X.kp / 4;
+  thread_local std::vector<unsigned char> panel_buf;
+  const int64_t bytes = 64 * (kQ8PanelBlock * steps + 1);
+  if (static_cast<int64_t>(panel_buf.size()) < bytes) panel_buf.resize(bytes);
+  __m512i* panels = reinterpret_cast<__m512i*>(panel_buf.data() + (64 - reinterpret_cast<uintptr_t>(panel_buf.data()) % 64) % 64);
+  // Activation rows per block: ~256 KiB of levels (2 kp bytes a row), a multiple of Q8PNX.
+  const int64_t xblock = std::max<int64_t>(Q8PNX, (int64_t{256} << 10) / (2 * X.ld) / Q8PNX * Q8PNX);
+  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+  for (int64_t rb = r0; rb < r1; rb += 16 * kQ8PanelBlock) {
+    const int np = static_cast<int>(std::min<int64_t>(kQ8PanelBlock, (r1 - rb + 15) / 16));
+    __m512d rsd[kQ8PanelBlock][2];
+    int nrs[kQ8PanelBlock];
+    for (int p = 0; p < np; ++p) {
+      const int64_t r = rb + 16 * p;
+      const int nr = nrs[p] = static_cast<int>(std::min<int64_t>(16, r1 - r));
+      __m512i* panel = panels + p * steps;
+      for (int64_t k = 0; k < X.kp; k += 64) {
+        const __mmask64 msk = k + 64 <= K ? ~0ull : k < K ? ~0ull >> (64 - (K - k)) : 0;
+        __m512 v[16];
+        for (int i = 0; i < 16; ++i)   // codes past K or past the last row read as 0 (against zero levels)
+          v[i] = _mm512_castsi512_ps(_mm512_xor_si512(
+              i < nr ? _mm512_maskz_loadu_epi8(msk, w + (r + i) * K + k) : _mm512_setzero_si512(), bias));
+        V::transpose16(v);
+        for (int c = 0; c < 16; ++c) _mm512_store_si512(panel + k / 4 + c, _mm512_castps_si512(v[c]));
+      }
+      alignas(64) double rs[16] = {};
+      for (int i = 0; i < nr; ++i) rs[i] = static_cast<double>(W.row_scale[r + i]);
+      rsd[p][0] = _mm512_load_pd(rs);
+      rsd[p][1] = _mm512_load_pd(rs + 8);
+    }
+    for (int64_t xb = 0; xb < X.n; xb += xblock) {
+      const int64_t xe = std::min(X.n, xb + xblock);
+      for (int p = 0; p < np; ++p) {
+        const __m512i* panel = panels + p * steps;
+        float* y = Y + rb + 16 * p;
+        int64_t j = xb;
+        for (; j + Q8PNX <= xe; j += Q8PNX) q8_panel_pass<Q8PNX>(panel, steps, X, j, rsd[p], nrs[p], y, ldy);
+        for_count<Q8PNX - 1>(xe - j, [&](auto nx) {
+          q8_panel_pass<decltype(nx)::value>(panel, steps, X, j, rsd[p], nrs[p], y, ldy);
+        });
+      }
+    }
+  }
+}
+
 void q8_int_rows(const DenseMatrix& W, const Q8Input& X, float* Y, int64_t r0, int64_t r1) {
   const int8_t* w = static_cast<const int8_t*>(W.weights());
   const int64_t K = W.cols, ldy = W.rows;
   const float* rs = W.row_scale.data();
+  if (X.n >= kQ8PanelMin) return q8_int_panels(W, X, Y, r0, r1);
   int64_t r = r0;
   if (X.n == 1) {
     for (; r < r1; ++r) q8_int_row_seq(w + r * K, K, X, rs[r], Y + r);

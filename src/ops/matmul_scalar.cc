@@ -118,8 +118,8 @@ void q8_int_rows(const DenseMatrix& W, const Q8Input& X, float* Y, int64_t r0, i
   for (int64_t r = r0; r < r1; ++r) {
     const int8_t* row = w + r * K;
     for (int64_t j = 0; j < X.n; ++j) {
-      const int8_t* h = X.h + j * X.kp;
-      const int8_t* l = X.l + j * X.kp;
+      const int8_t* h = X.h + j * X.ld;
+      const int8_t* l = X.l + j * X.ld;
       int64_t sh = 0, sl = 0;
       for (int64_t k = 0; k < K; ++k) {
         const int32_t u = row[k] + 128;   // the SIMD kernel's unsigned operand

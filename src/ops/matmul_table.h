@@ -38,10 +38,13 @@ int64_t q4_input_bytes(const GptqMatrix& W, int64_t n);
 // exact in int64; the output is q8_int_output of it.
 // Error per element: at most half a step, max|x| / (2 (2^14 - 1)), far below the
 // int8 codes' own (half a step of max|w| / 127). A row holding a non-finite value gets
-// sx = NaN (its outputs are NaN). h and l are [n][kp], kp = round_up(k, 64), the
-// padding zero (it adds nothing to any sum).
+// sx = NaN (its outputs are NaN). h and l are [n][ld] rows of kp = round_up(k, 64)
+// levels, the padding zero (it adds nothing to any sum); the row stride ld is kp or
+// kp + 64, an odd number of 64-byte lines, so that the rows a kernel reads side by
+// side fall in different L1 sets (4096-wide rows at a 4 KiB stride all shared one:
+// the avx512 panels ran at half speed).
 struct Q8Input {
-  int64_t n = 0, k = 0, kp = 0;
+  int64_t n = 0, k = 0, kp = 0, ld = 0;
   int8_t *h = nullptr, *l = nullptr;
   float* sx = nullptr;      // [n]
   int64_t* sxq = nullptr;   // [n]

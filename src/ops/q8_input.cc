@@ -13,11 +13,12 @@ namespace qinfer::ops::detail {
 
 namespace {
 int64_t q8_kp(int64_t k) { return (k + 63) / 64 * 64; }
+int64_t q8_ld(int64_t k) { return q8_kp(k) / 64 % 2 ? q8_kp(k) : q8_kp(k) + 64; }
 int64_t align64(int64_t b) { return (b + 63) / 64 * 64; }
 }  // namespace
 
 int64_t q8_input_bytes(int64_t k, int64_t n) {
-  return 2 * align64(n * q8_kp(k)) + align64(n * int64_t{sizeof(float)}) + align64(n * int64_t{sizeof(int64_t)});
+  return 2 * align64(n * q8_ld(k)) + align64(n * int64_t{sizeof(float)}) + align64(n * int64_t{sizeof(int64_t)});
 }
 
 Q8Input quantize_q8_input(const float* X, int64_t n, int64_t k, unsigned char* mem) {
@@ -25,7 +26,8 @@ Q8Input quantize_q8_input(const float* X, int64_t n, int64_t k, unsigned char* m
   q.n = n;
   q.k = k;
   q.kp = q8_kp(k);
-  const int64_t part = align64(n * q.kp);
+  q.ld = q8_ld(k);
+  const int64_t part = align64(n * q.ld);
   q.h = reinterpret_cast<int8_t*>(mem);
   q.l = reinterpret_cast<int8_t*>(mem + part);
   q.sx = reinterpret_cast<float*>(mem + 2 * part);
@@ -40,8 +42,8 @@ Q8Input quantize_q8_input(const float* X, int64_t n, int64_t k, unsigned char* m
       if (!(v <= FLT_MAX)) finite = false;   // NaN and infinities fail it
       else m = std::max(m, v);
     }
-    int8_t* h = q.h + j * q.kp;
-    int8_t* l = q.l + j * q.kp;
+    int8_t* h = q.h + j * q.ld;
+    int8_t* l = q.l + j * q.ld;
     const float inv = m > 0 ? static_cast<float>(kQ8Max) / m : 0.0f;
     float s = 0;
     if (!finite) s = NAN;

@@ -1,5 +1,6 @@
-// The integer int8 dense product (--dense int8 decode; ops/matmul_table.h Q8Input):
-// the AVX-512 VNNI kernel against its scalar twin bit for bit on awkward shapes, the
+// The integer int8 dense product (--dense int8; ops/matmul_table.h Q8Input): the
+// AVX-512 VNNI kernels (row-major tiles, and k-major panels from 64 activation rows)
+// against their scalar twin bit for bit on awkward shapes, the
 // error bound of the 20-bit activations against a double reference, non-finite
 // activations, the widest rows at the int32 limit, and matmul()'s dispatch to it.
 #include <gtest/gtest.h>
@@ -52,7 +53,7 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 
 const int64_t kCols[] = {1, 5, 63, 64, 65, 127, 128, 300, 1026, 2049};
 const int64_t kRows[] = {1, 3, 4, 5, 17, 37};
-const int64_t kNs[] = {1, 2, 3, 7};
+const int64_t kNs[] = {1, 2, 3, 7, 64, 75};   // 64, 75: the avx512 panels (75 = 9 passes of 8 + 3)
 
 TEST(Q8Int, ScalarTwinHasTheKernel) {
   ASSERT_NE(detail::scalar_kernels().q8_int_rows, nullptr);
@@ -138,13 +139,16 @@ TEST(Q8Int, WidestRowsAtTheInt32Limit) {
   std::vector<float> w(rows * cols, 1.0f);
   for (int64_t k = 0; k < cols; ++k) w[cols + k] = -1.0f;   // row 1: all -127
   const DenseMatrix W = dense_to_q8(dense_view(WType::F32, w.data(), rows, cols));
-  std::vector<float> x(cols, 1.0f);
-  const Quantized q = quantize(x, 1, cols);
-  const std::vector<float> want = run(detail::scalar_kernels(), W, q.q, 0, rows);
-  EXPECT_FLOAT_EQ(want[0], static_cast<float>(cols));
-  EXPECT_FLOAT_EQ(want[1], -static_cast<float>(cols));
-  if (cpu_features().has_avx512_path()) {
-    EXPECT_TRUE(same_bits(want, run(detail::avx512_kernels(), W, q.q, 0, rows)));
+  for (int64_t n : {1, 64}) {   // 64: the avx512 panels, one row's whole sum in one lane
+    std::vector<float> x(n * cols, 1.0f);
+    const Quantized q = quantize(x, n, cols);
+    const std::vector<float> want = run(detail::scalar_kernels(), W, q.q, 0, rows);
+    EXPECT_FLOAT_EQ(want[0], static_cast<float>(cols));
+    EXPECT_FLOAT_EQ(want[1], -static_cast<float>(cols));
+    EXPECT_FLOAT_EQ(want[(n - 1) * rows + 1], -static_cast<float>(cols));
+    if (cpu_features().has_avx512_path()) {
+      EXPECT_TRUE(same_bits(want, run(detail::avx512_kernels(), W, q.q, 0, rows))) << "n=" << n;
+    }
   }
 }
 
@@ -165,16 +169,16 @@ std::vector<float> matmul_with(Q8Kernel k, const DenseMatrix& W, const std::vect
   return y;
 }
 
-// matmul() runs the kernel q8_kernel_for(n) names for Q8 products with n < 8 rows (the
-// probe's pick, or the forced one), the widening kernel from 8 rows on, bit for bit
-// as the row kernels themselves; matmul_batch the same.
+// matmul() runs the kernel q8_kernel_for(n) names for Q8 products (the probes' pick,
+// or the forced one; from 8 rows on int or widen), bit for bit as the row kernels
+// themselves; matmul_batch the same.
 TEST(Q8Int, MatmulDispatch) {
   std::mt19937 rng(21);
   for (const std::string& path : testing::available_paths()) {
     PathGuard guard(path);
     const detail::KernelTable& t = path == "scalar" ? detail::scalar_kernels()
                                    : path == "avx2" ? detail::avx2_kernels() : detail::avx512_kernels();
-    for (int64_t n : {1, 4, 7, 8}) {
+    for (int64_t n : {1, 4, 7, 8, 70}) {
       const int64_t rows = 33, cols = 515;
       const DenseMatrix W = random_q8(rows, cols, rng);
       std::vector<float> x = testing::random_floats(rng, n * cols);
@@ -189,7 +193,7 @@ TEST(Q8Int, MatmulDispatch) {
       const Q8Kernel chosen = q8_kernel_for(n);
       ASSERT_TRUE(chosen == Q8Kernel::kInt || chosen == Q8Kernel::kWiden || chosen == Q8Kernel::kWidenTiled)
           << path << " n=" << n;
-      if ((!t.q8_int_rows && !(t.matvec_rows && n == 1)) || n >= 8) {
+      if (!t.q8_int_rows && !(t.matvec_rows && n == 1)) {
         EXPECT_EQ(chosen, Q8Kernel::kWiden) << path << " n=" << n;
       }
       if (chosen == Q8Kernel::kWidenTiled) {
@@ -204,13 +208,12 @@ TEST(Q8Int, MatmulDispatch) {
             << path << " n=" << n << " q8_widen_tiled";
         testing::expect_close(tiled, std::vector<double>(widen.begin(), widen.end()),
                               std::vector<double>(widen.size(), 1.0), 1e-4, path + " tiled vs widen");
-      } else if (n < 8) {  // from 8 rows on every option widens
+      } else if (n < 8) {  // from 8 rows on widen_tiled means widen
         EXPECT_THROW(matmul_with(Q8Kernel::kWidenTiled, W, x, n), Error) << path;
       }
       if (t.q8_int_rows) {
-        EXPECT_TRUE(same_bits(matmul_with(Q8Kernel::kInt, W, x, n), n < 8 ? integer : widen))
-            << path << " n=" << n << " q8_int";
-      } else if (n < 8) {
+        EXPECT_TRUE(same_bits(matmul_with(Q8Kernel::kInt, W, x, n), integer)) << path << " n=" << n << " q8_int";
+      } else {
         try {
           matmul_with(Q8Kernel::kInt, W, x, n);
           ADD_FAILURE() << path << ": q8_int accepted without an integer kernel";
@@ -257,8 +260,13 @@ TEST(Q8Int, ProbeChoosesQuicklyAndKeepsTheChoice) {
     }
     for (int64_t n = 2; n < 8; ++n) EXPECT_EQ(q8_kernel_for(n), few) << path << " n=" << n;
     EXPECT_EQ(q8_kernel_for(1), one) << path;
-    EXPECT_EQ(q8_kernel_for(8), Q8Kernel::kWiden) << path;
-    EXPECT_EQ(q8_kernel_for(300), Q8Kernel::kWiden) << path;
+    // Panels (8 rows on): a probe of their own, int or widen (avx2 has no integer kernel).
+    const Q8Kernel panel = q8_kernel_for(8);
+    EXPECT_TRUE(panel == Q8Kernel::kInt || panel == Q8Kernel::kWiden) << path;
+    if (path == "avx2") {
+      EXPECT_EQ(panel, Q8Kernel::kWiden);
+    }
+    EXPECT_EQ(q8_kernel_for(300), panel) << path;
   }
 }
 
