@@ -9,10 +9,16 @@
 //    --draft-vocab N also a draft over the first N vocabulary rows only, with --draft-int8
 //    over an int8 copy of the lm_head;
 //  * tokens/s of full speculative cycles (verify k+1, roll back, MTP catch-up over the
-//    accepted rows, k-1 further draft steps) whose acceptance is set by an oracle:
-//    each draft position accepted with probability a (a = 1.0, 0.7, 0.5), the run
-//    ending at the first rejection - versus plain decode tokens/s.
+//    accepted rows, k-1 further draft steps) against plain decode tokens/s, at oracle
+//    acceptance a = 1.0, 0.7, 0.5: each draft position accepted with probability a,
+//    the run ending at the first rejection. Every round times one cycle for each
+//    outcome j = 0..k accepted drafts and weighs them by their probabilities
+//    (a^j (1 - a), a^k for j = k): the expectation itself, E[j + 1] / E[cycle time],
+//    not a sample of a few dozen random cycles (whose tokens/cycle alone moved the
+//    ratio by +-0.1x). The decode step a round's ratios use is the median of three
+//    plain steps spread over the round.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -70,7 +76,7 @@ void bench_speculative(Model& m, int K, int rounds, int64_t draft_vocab, bool dr
   }
   std::vector<std::unique_ptr<SequenceState>> verify_seq, cycle_seq;
   for (int k = 1; k <= K; ++k) verify_seq.push_back(fresh());
-  for (size_t i = 0; i < K * rates.size(); ++i) cycle_seq.push_back(fresh());
+  for (int k = 1; k <= K; ++k) cycle_seq.push_back(fresh());
 
   // One verify pass of k + 1 tokens on its own sequence, then the rollback of a
   // single kept token (the largest copy a rejection makes).
@@ -83,74 +89,81 @@ void bench_speculative(Model& m, int K, int rounds, int64_t draft_vocab, bool dr
     for (int& x : ids) x = tok(rng);
     return ids;
   };
+  auto plain_step = [&] {
+    const int id = tok(rng);
+    const double t0 = now_seconds();
+    m.forward({{plain_seq.get(), &id, 1, logits.data(), false}});
+    return now_seconds() - t0;
+  };
+  // One full cycle with k drafts of which j are accepted: verify k + 1, keep j + 1,
+  // MTP catch-up over the j + 1 kept rows, k - 1 further draft steps.
+  auto cycle = [&](int k, int j) {
+    SequenceState& s = *cycle_seq[k - 1];
+    const std::vector<int> in = random_ids(k + 1);
+    const double t0 = now_seconds();
+    m.forward({{&s, in.data(), k + 1, logits.data(), true, hidden.data(), true}});
+    s.rollback(j + 1);
+    std::vector<int> next(in.begin() + 1, in.begin() + 1 + j);
+    next.push_back(tok(rng));
+    s.rewind_mtp(s.n_tokens() - (j + 1));
+    draft_step(&s, next.data(), hidden.data(), j + 1);
+    std::vector<float> last(mh.begin() + j * H, mh.begin() + (j + 1) * H);
+    for (int d = 1; d < k; ++d) {
+      const int dt = tok(rng);
+      draft_step(&s, &dt, last.data(), 1);
+      std::copy(mh.begin(), mh.begin() + H, last.begin());
+    }
+    return now_seconds() - t0;
+  };
+  // P(j accepted of k) at per-position acceptance a.
+  auto prob = [](double a, int k, int j) { return j < k ? std::pow(a, j) * (1.0 - a) : std::pow(a, k); };
 
   std::vector<double> plain, draft, draft_cache, draft_short;
   std::vector<std::vector<double>> verify(K);
-  std::vector<std::vector<double>> cycle_time(K * rates.size()), cycle_tokens(K * rates.size());
   std::vector<std::vector<double>> speedup(K * rates.size());
-  std::bernoulli_distribution coin[3] = {std::bernoulli_distribution(1.0), std::bernoulli_distribution(0.7),
-                                         std::bernoulli_distribution(0.5)};
-  const int cycles_per_round = 4;
+  std::vector<double> tokens_per_cycle(K * rates.size());
   for (int r = 0; r < rounds; ++r) {
     log_info("bench --speculative: round ", r + 1, " of ", rounds);
-    int id = tok(rng);
-    double t0 = now_seconds();
-    m.forward({{plain_seq.get(), &id, 1, logits.data(), false}});
-    const double step = now_seconds() - t0;
-    plain.push_back(step);
-
+    std::vector<double> steps{plain_step()};
+    const double step0 = steps[0];
     for (int k = 1; k <= K; ++k) {
       const std::vector<int> in = random_ids(k + 1);
-      t0 = now_seconds();
+      const double t0 = now_seconds();
       verify_pass(k, in);
-      verify[k - 1].push_back((now_seconds() - t0) / step);
+      verify[k - 1].push_back((now_seconds() - t0) / step0);
     }
     // Draft steps: one MTP row with the lm_head, without it, and over a short vocabulary.
-    id = tok(rng);
-    t0 = now_seconds();
+    const int id = tok(rng);
+    double t0 = now_seconds();
     m.forward_mtp({{draft_seq.get(), &id, hidden.data(), 1, logits.data(), false, mh.data()}});
-    draft.push_back((now_seconds() - t0) / step);
+    draft.push_back((now_seconds() - t0) / step0);
     t0 = now_seconds();
     m.forward_mtp({{draft_seq.get(), &id, hidden.data(), 1, nullptr, false}});
-    draft_cache.push_back((now_seconds() - t0) / step);
+    draft_cache.push_back((now_seconds() - t0) / step0);
     if (cheap) {
       t0 = now_seconds();
       draft_step(draft_seq.get(), &id, hidden.data(), 1);
-      draft_short.push_back((now_seconds() - t0) / step);
+      draft_short.push_back((now_seconds() - t0) / step0);
     }
-    // Full cycles at each acceptance rate.
-    for (int k = 1; k <= K; ++k) {
+    steps.push_back(plain_step());
+    // One cycle per outcome j for each k (shared by every acceptance rate).
+    std::vector<std::vector<double>> secs(K);
+    for (int k = 1; k <= K; ++k)
+      for (int j = 0; j <= k; ++j) secs[k - 1].push_back(cycle(k, j));
+    steps.push_back(plain_step());
+    const double step = median(steps);
+    plain.push_back(step);
+    for (int k = 1; k <= K; ++k)
       for (size_t ai = 0; ai < rates.size(); ++ai) {
-        const size_t c = (k - 1) * rates.size() + ai;
-        SequenceState& s = *cycle_seq[c];
-        double secs = 0;
-        int64_t emitted = 0;
-        for (int cy = 0; cy < cycles_per_round; ++cy) {
-          std::vector<int> in(k + 1);
-          for (int& x : in) x = tok(rng);
-          int j = 0;
-          while (j < k && coin[ai](rng)) ++j;
-          t0 = now_seconds();
-          m.forward({{&s, in.data(), k + 1, logits.data(), true, hidden.data(), true}});
-          s.rollback(j + 1);
-          std::vector<int> next(in.begin() + 1, in.begin() + 1 + j);
-          next.push_back(tok(rng));
-          s.rewind_mtp(s.n_tokens() - (j + 1));
-          draft_step(&s, next.data(), hidden.data(), j + 1);
-          std::vector<float> last(mh.begin() + j * H, mh.begin() + (j + 1) * H);
-          for (int d = 1; d < k; ++d) {
-            const int dt = tok(rng);
-            draft_step(&s, &dt, last.data(), 1);
-            std::copy(mh.begin(), mh.begin() + H, last.begin());
-          }
-          secs += now_seconds() - t0;
-          emitted += j + 1;
+        double tokens = 0, time = 0;
+        for (int j = 0; j <= k; ++j) {
+          tokens += prob(rates[ai], k, j) * (j + 1);
+          time += prob(rates[ai], k, j) * secs[k - 1][j];
         }
-        cycle_time[c].push_back(secs);
-        cycle_tokens[c].push_back(static_cast<double>(emitted));
-        speedup[c].push_back((emitted / secs) / (1.0 / step));
+        const size_t c = (k - 1) * rates.size() + ai;
+        tokens_per_cycle[c] = tokens;
+        speedup[c].push_back((tokens / time) * step);
       }
-    }
   }
   const double step = median(plain);
   std::printf("spec decode  plain decode step %.1f ms (%.2f tokens/s), median of %d rounds; figures below are\n"
@@ -171,19 +184,14 @@ void bench_speculative(Model& m, int K, int rounds, int64_t draft_vocab, bool dr
   for (size_t ai = 0; ai < rates.size(); ++ai) {
     for (int k = 1; k <= K; ++k) {
       const size_t c = (k - 1) * rates.size() + ai;
-      double tok_sum = 0, sec_sum = 0;
-      for (size_t i = 0; i < cycle_time[c].size(); ++i) {
-        tok_sum += cycle_tokens[c][i];
-        sec_sum += cycle_time[c][i];
-      }
       const double x = median(speedup[c]);
       if (rates[ai] == 0.7 && x > best) {
         best = x;
         best_k = k;
       }
-      std::printf("spec cycle   acceptance %.1f k=%d: %.2f tokens/cycle, %.2f tokens/s = %.2fx plain decode%s\n",
-                  rates[ai], k, tok_sum / std::max<size_t>(1, cycle_time[c].size() * cycles_per_round),
-                  tok_sum / sec_sum, x, cheap ? cat(" (drafts over ", how, ")").c_str() : "");
+      std::printf("spec cycle   acceptance %.1f k=%d: %.2f tokens/cycle (expected), %.2f tokens/s = %.2fx plain "
+                  "decode%s\n",
+                  rates[ai], k, tokens_per_cycle[c], x / step, x, cheap ? cat(" (drafts over ", how, ")").c_str() : "");
     }
   }
   std::printf("spec best    at acceptance 0.7: k=%d, %.2fx plain decode\n", best_k, best);

@@ -110,8 +110,7 @@ void deltanet_forward(const TextConfig& tc, const DeltaNetWeights& w, int cache_
       io.S = sp.state->delta(cache_index).ssm.data() + h * dk * dv;
       if (sp.keep_states) {
         // Token by token (as decode runs it), keeping the state after each token but the last.
-        float* kept = sp.state->delta(cache_index).spec_ssm.data() + h * dk * dv;
-        const int64_t ssm_size = nv * dk * dv;
+        auto& kept = sp.state->delta(cache_index).spec_ssm;
         ops::DeltaRuleIO one = io;
         one.T = 1;
         for (int64_t t = 0; t < sp.n; ++t) {
@@ -122,7 +121,7 @@ void deltanet_forward(const TextConfig& tc, const DeltaNetWeights& w, int cache_
           one.beta = io.beta + t * nv;
           one.o = io.o + t * vdim;
           ops::delta_rule_recurrent(one);
-          if (t + 1 < sp.n) std::memcpy(kept + t * ssm_size, io.S, dk * dv * sizeof(float));
+          if (t + 1 < sp.n) std::memcpy(kept[t].data() + h * dk * dv, io.S, dk * dv * sizeof(float));
         }
       } else if (sp.n == 1) {
         ops::delta_rule_recurrent(io);

@@ -103,7 +103,9 @@ void SequenceState::begin_verify(int64_t n) {
   verify_n_ = n > 0 ? n : 0;
   if (n <= 0) return;
   for (auto& d : delta_) {
-    d.spec_ssm.resize(static_cast<size_t>((n - 1) * shape_.ssm_size));
+    // Grown, never shrunk: the buffers stay allocated (and faulted in) from step to step.
+    if (d.spec_ssm.size() < static_cast<size_t>(n - 1)) d.spec_ssm.resize(static_cast<size_t>(n - 1));
+    for (auto& k : d.spec_ssm) k.resize(static_cast<size_t>(shape_.ssm_size));
     d.spec_conv.resize(static_cast<size_t>((shape_.conv_rows + n) * shape_.conv_dim));
   }
 }
@@ -115,10 +117,10 @@ void SequenceState::rollback(int64_t keep) {
   const int64_t drop = verify_n_ - keep;
   if (drop > 0) {
     seen_ -= drop;
-    const size_t ss = static_cast<size_t>(shape_.ssm_size), cd = static_cast<size_t>(shape_.conv_dim);
+    const size_t cd = static_cast<size_t>(shape_.conv_dim);
     const size_t rows = static_cast<size_t>(shape_.conv_rows);
     for (auto& d : delta_) {
-      std::memcpy(d.ssm.data(), d.spec_ssm.data() + (keep - 1) * ss, ss * sizeof(float));
+      d.ssm.swap(d.spec_ssm[static_cast<size_t>(keep - 1)]);   // the state after token keep-1, no copy
       // [old conv rows; inputs 0..n-1]: the state after input keep-1 is rows keep .. keep+rows-1.
       std::memcpy(d.conv.data(), d.spec_conv.data() + keep * cd, rows * cd * sizeof(float));
     }

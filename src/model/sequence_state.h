@@ -51,7 +51,9 @@ struct DeltaNetState {
   std::vector<float> ssm;   // [value heads][key dim][value dim]
   // Kept by a speculative verify step of n tokens (Model::Step::keep_states) so that
   // SequenceState::rollback can keep any prefix exactly, without re-running anything:
-  std::vector<float> spec_ssm;   // [n-1][ssm size]: the recurrent state after tokens 0..n-2
+  // [n-1] states of ssm size: the recurrent state after tokens 0..n-2 (rollback swaps
+  // the one it keeps with ssm: no copy).
+  std::vector<std::vector<float>> spec_ssm;
   std::vector<float> spec_conv;  // [kernel-1 + n][conv_dim]: the conv state before the step, then its n inputs
 };
 
