@@ -512,10 +512,10 @@ Bf16Kernel bf16_kernel_on(const KernelTable& t, int64_t n) {
 // How a dense product runs in matmul_batch's shared pass: the table's own
 // widening kernel in matvec_rows mode >= 0 (dense_rows_mode), or -1 when a
 // BF16 alternative (split, widen256, bf16_dot) must run alone.
-Q8Kernel q8_kernel_on(const KernelTable& t, int64_t n);  // below
+Q8Kernel q8_kernel_of(const KernelTable& t, const DenseMatrix& W, int64_t n);  // below
 
 int shared_pass_mode(const KernelTable& t, const DenseMatrix& W, int64_t n) {
-  if (W.type == WType::Q8 && n == 1 && q8_kernel_on(t, 1) == Q8Kernel::kWidenTiled) return detail::kMatvecTiled;
+  if (W.type == WType::Q8 && n == 1 && q8_kernel_of(t, W, 1) == Q8Kernel::kWidenTiled) return detail::kMatvecTiled;
   if (W.type != WType::BF16) return 0;
   if (t.bf16_dot_rows && bf16_dot_flag().load(std::memory_order_relaxed)) return -1;
   return widen_mode(bf16_kernel_on(t, n));
@@ -627,9 +627,15 @@ Q8Kernel q8_kernel_on(const KernelTable& t, int64_t n) {
   return one == Q8Kernel::kInt ? Q8Kernel::kInt : Q8Kernel::kWiden;
 }
 
+// The kernel an int8 matrix's product with n rows runs: the choice for n, except that
+// rows wider than the integer path takes are widened.
+Q8Kernel q8_kernel_of(const KernelTable& t, const DenseMatrix& W, int64_t n) {
+  const Q8Kernel k = q8_kernel_on(t, n);
+  return k == Q8Kernel::kInt && W.cols > detail::kQ8IntMaxCols ? Q8Kernel::kWiden : k;
+}
+
 bool q8_int_on(const KernelTable& t, const DenseMatrix& W, int64_t n) {
-  return W.type == WType::Q8 && q8_kernel_on(t, n) == Q8Kernel::kInt &&
-         W.cols <= detail::kQ8IntMaxCols;
+  return W.type == WType::Q8 && q8_kernel_of(t, W, n) == Q8Kernel::kInt;
 }
 
 }  // namespace
@@ -709,9 +715,7 @@ void matmul(const DenseMatrix& W, const float* X, int64_t n, float* Y) {
   if (W.type == WType::BF16 && t.bf16_dot_rows && bf16_dot_flag().load(std::memory_order_relaxed))
     return bf16_dot_product(t, W, X, n, Y, work);
   if (W.type == WType::BF16) return bf16_exact_product(t, bf16_kernel_on(t, n), W, X, n, Y, work);
-  if (q8_int_on(t, W, n)) return q8_product(t, Q8Kernel::kInt, W, X, n, Y, work);
-  if (W.type == WType::Q8 && n == 1 && q8_kernel_on(t, 1) == Q8Kernel::kWidenTiled)
-    return q8_product(t, Q8Kernel::kWidenTiled, W, X, n, Y, work);
+  if (W.type == WType::Q8) return q8_product(t, q8_kernel_of(t, W, n), W, X, n, Y, work);
   for_rows(W.rows, work, [&](int64_t r0, int64_t r1) { t.dense_rows(W, X, n, Y, r0, r1); });
 }
 
