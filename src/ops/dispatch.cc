@@ -237,12 +237,22 @@ namespace {
 
 int64_t bf16_ld(int64_t cols) { return (cols + detail::kBf16DotPad - 1) / detail::kBf16DotPad * detail::kBf16DotPad; }
 
-// Activation rows rounded to one bf16 each (the opt-in bf16_dot).
-void bf16_dot_product(const KernelTable& t, const DenseMatrix& W, const float* X, int64_t n, float* Y, double work) {
+// The opt-in bf16_dot's one-row kernels (where the path has both): tiles of rows or
+// rows one after another.
+enum class DotRows { kProbe, kTiles, kSeq };
+DotRows dot_rows_on(const KernelTable& t);   // below
+
+// Activation rows rounded to one bf16 each (the opt-in bf16_dot); `rows` the one-row
+// kernel (kProbe: the probe's pick).
+void bf16_dot_product(const KernelTable& t, const DenseMatrix& W, const float* X, int64_t n, float* Y, double work,
+                      DotRows rows = DotRows::kProbe) {
   const int64_t ld = bf16_ld(W.cols);
   std::vector<uint16_t> xb(n * ld, 0);
   for (int64_t j = 0; j < n; ++j)
     for (int64_t k = 0; k < W.cols; ++k) xb[j * ld + k] = detail::f32_to_bf16(X[j * W.cols + k]);
+  if (n == 1 && t.bf16_dot_seq_rows && rows == DotRows::kProbe) rows = dot_rows_on(t);
+  if (n == 1 && t.bf16_dot_seq_rows && rows == DotRows::kSeq)
+    return for_rows(W.rows, work, [&](int64_t r0, int64_t r1) { t.bf16_dot_seq_rows(W, xb.data(), Y, r0, r1); });
   for_rows(W.rows, work, [&](int64_t r0, int64_t r1) { t.bf16_dot_rows(W, xb.data(), n, Y, r0, r1); });
 }
 
@@ -494,6 +504,34 @@ Bf16Kernel bf16_probe(const KernelTable& t, bool panel) {
   // No '<' or '>' in the line: qinfer chat's tests count its '> ' prompts in the merged output.
   log_info(line, "; QINFER_KERNEL_OPTS=bf16_NAME forces one)");
   return cand[p.pick];
+}
+
+// The bf16_dot one-row kernels timed as the exact decode ones are (64 MiB of 4 KiB
+// rows, every thread and one, best of 4), on first use of the opt-in: ~0.05 s.
+DotRows dot_rows_probe(const KernelTable& t) {
+  const int64_t rows = 16384, cols = 2048;
+  const auto w = probe_matrix<uint16_t>(rows, cols, "BF16", [](uint64_t i) {
+    return static_cast<uint16_t>(0x3c00 + ((i * 40503u) >> 7 & 0x1ff));
+  });
+  std::vector<float> x(cols), y(rows);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) - 3.0f;
+  const DenseMatrix W = dense_view(WType::BF16, w.get(), rows, cols);
+  const DotRows cand[2] = {DotRows::kTiles, DotRows::kSeq};
+  const KernelProbe p = probe_kernels(
+      2, [&](size_t c) { bf16_dot_product(t, W, x.data(), 1, y.data(), dense_work(W, 1), cand[c]); });
+  const double gb = static_cast<double>(W.bytes()) / 1e9;
+  char b[48];
+  std::snprintf(b, sizeof b, " %.3f ms", p.all[0] * 1e3);
+  std::string line = cat(" (probe, best of 4: tiles", b, " (", probe_rates(p, 0, gb), "),");
+  std::snprintf(b, sizeof b, " %.3f ms", p.all[1] * 1e3);
+  line += cat(" rows", b, " (", probe_rates(p, 1, gb), "))");
+  log_info("kernels ", t.name, ": bf16_dot decode (1 row) uses ", p.pick ? "rows" : "tiles", line);
+  return cand[p.pick];
+}
+
+DotRows dot_rows_on(const KernelTable& t) {
+  static std::atomic<DotRows> choice[3];   // value-initialized: kProbe
+  return probed_once(choice[path_index(t)], [&] { return dot_rows_probe(t); });
 }
 
 Bf16Kernel bf16_kernel_on(const KernelTable& t, int64_t n) {

@@ -110,7 +110,9 @@ void matmul_batch(const BatchProduct* items, size_t count);
 //             slower than widening (docs/PERFORMANCE.md, issue 19);
 //   bf16_dot  opt-in, less exact: activations rounded to one bf16 (~2e-3,
 //             over the golden budget; report in tests/ops/kernels_options_test.cc),
-//             as llama.cpp and vLLM do.
+//             as llama.cpp and vLLM do. Its one-row products (avx512) run in
+//             8-row tiles or with the rows read one after another, whichever a
+//             probe on first use times faster (logged; Zen 4: the rows).
 // Environment: QINFER_KERNEL_OPTS=bf16_dot, or bf16_<name> for any kernel above
 // (bf16_widen, bf16_widen_t0, ..., bf16_split) to force it (an error when the
 // path lacks it).

@@ -208,6 +208,26 @@ void bf16_dot_rows(const DenseMatrix& W, const uint16_t* Xb, int64_t n, float* Y
   }
 }
 
+// One activation row against weight rows read one after another (a single sequential
+// stream, no software prefetch: what the exact decode probe picks on AMD Zen 4, where
+// the 8-row tiles above streamed at two thirds of its rate). One accumulator per row,
+// 32 columns a step, masked tail (xb is zero padded), then the lane sum: the very
+// operations of bf16_dot_tile, so a row's result is the same bits either way (a
+// speculative verify's multi-row products match one-row decode).
+void bf16_dot_seq_rows(const DenseMatrix& W, const uint16_t* xb, float* Y, int64_t r0, int64_t r1) {
+  const uint16_t* w = static_cast<const uint16_t*>(W.weights());
+  const int64_t K = W.cols;
+  for (int64_t r = r0; r < r1; ++r) {
+    const uint16_t* row = w + r * K;
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t k = 0; k < K; k += 32) {
+      const __mmask32 m = K - k >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((uint64_t{1} << (K - k)) - 1);
+      acc = _mm512_dpbf16_ps(acc, (__m512bh)_mm512_maskz_loadu_epi16(m, row + k), (__m512bh)_mm512_loadu_si512(xb + k));
+    }
+    Y[r] = _mm512_reduce_add_ps(acc);
+  }
+}
+
 // ---- Two-part split decode (Bf16Kernel::kSplit, n = 1): x = hi + lo, two bf16 rows ----
 //
 // One weight row read front to back; each 32-weight step issues vdpbf16ps against
@@ -471,7 +491,7 @@ void q8_int_rows(const DenseMatrix& W, const Q8Input& X, float* Y, int64_t r0, i
 
 const KernelTable& avx512_kernels() {
   static const KernelTable t{"avx512", dense_rows, gptq_rows, gptq_rows_f32, q4_quantize, bf16_dot_rows, matvec_rows,
-                             q8_int_rows, bf16_split2_rows};
+                             q8_int_rows, bf16_split2_rows, bf16_dot_seq_rows};
   return t;
 }
 

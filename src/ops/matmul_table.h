@@ -98,6 +98,10 @@ struct KernelTable {
   // y[r] = w_r . (hi + lo) for rows [r0, r1): the fused n = 1 form of the
   // two-part split (Bf16Kernel::kSplit); elsewhere bf16_dot_rows does it.
   void (*bf16_split2_rows)(const DenseMatrix& W, const uint16_t* Xs, float* Y, int64_t r0, int64_t r1);
+  // Optional (avx512 only): bf16_dot_rows for one activation row xb (zero padded to
+  // round_up(W.cols, kBf16DotPad)) with the weight rows read one after another
+  // instead of in tiles; which of the two is faster depends on the host (probe).
+  void (*bf16_dot_seq_rows)(const DenseMatrix& W, const uint16_t* xb, float* Y, int64_t r0, int64_t r1);
 };
 
 // matvec_rows modes (the same numbers as dense_matvec_simd.h's DecodeMode).

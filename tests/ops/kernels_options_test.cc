@@ -2,6 +2,8 @@
 // error against the default fp32 path measured on model-like data (printed).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
 #include <iostream>
 
 #include "kernels_test_util.h"
@@ -49,6 +51,52 @@ TEST(KernelOptions, Bf16DotIsExactForBf16Activations) {
           }
       testing::expect_close(y, ref, mag, 2e-6, qinfer::cat("bf16_dot ", rows, "x", cols, " n=", n));
     }
+}
+
+// The one-row kernel that reads weight rows one after another (avx512's
+// bf16_dot_seq_rows, a probe candidate beside the tiles): exact against bf16
+// activations on awkward widths and row ranges, the same bits as the tiles (so a
+// speculative verify's multi-row products match one-row decode), and what matmul()
+// with bf16_dot computes.
+TEST(KernelOptions, Bf16DotSequentialRows) {
+  if (!cpu_features().has_avx512_path()) GTEST_SKIP() << "needs the avx512 path";
+  testing::PathGuard path("avx512");
+  const detail::KernelTable& t = detail::avx512_kernels();
+  ASSERT_NE(t.bf16_dot_seq_rows, nullptr);
+  std::mt19937 rng(6);
+  for (int64_t cols : {1, 31, 32, 33, 127, 128, 129, 300, 2049}) {
+    const int64_t rows = 7, ld = (cols + detail::kBf16DotPad - 1) / detail::kBf16DotPad * detail::kBf16DotPad;
+    auto w = bf16_normal(rng, rows * cols, 0.05f);
+    auto x = bf16_normal(rng, cols, 1.0f);
+    std::vector<uint16_t> xb(ld, 0);
+    std::copy(x.begin(), x.end(), xb.begin());
+    std::vector<float> xf(cols);
+    for (int64_t k = 0; k < cols; ++k) xf[k] = detail::bf16_to_f32(x[k]);
+    DenseMatrix m = dense_view(WType::BF16, w.data(), rows, cols);
+    std::vector<double> ref(rows, 0), mag(rows, 0);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t k = 0; k < cols; ++k) {
+        const double p = static_cast<double>(detail::bf16_to_f32(w[r * cols + k])) * xf[k];
+        ref[r] += p;
+        mag[r] += std::fabs(p);
+      }
+    std::vector<float> seq(rows, -7.0f), tiles(rows, -7.0f);
+    t.bf16_dot_seq_rows(m, xb.data(), seq.data(), 2, rows);   // a range that starts inside
+    EXPECT_EQ(seq[0], -7.0f);
+    EXPECT_EQ(seq[1], -7.0f);
+    t.bf16_dot_seq_rows(m, xb.data(), seq.data(), 0, 2);
+    testing::expect_close(seq, ref, mag, 2e-6, qinfer::cat("bf16_dot rows, ", cols, " cols"));
+    t.bf16_dot_rows(m, xb.data(), 1, tiles.data(), 0, rows);
+    EXPECT_EQ(std::memcmp(seq.data(), tiles.data(), rows * sizeof(float)), 0) << cols << " cols: rows vs tiles";
+    OptionsGuard opts(KernelOptions{true});
+    std::vector<float> y(rows), y3(3 * rows);
+    matmul(m, xf.data(), 1, y.data());
+    EXPECT_EQ(std::memcmp(y.data(), seq.data(), rows * sizeof(float)), 0) << cols << " cols: matmul with bf16_dot";
+    std::vector<float> x3(3 * cols);   // a 3-row product (a verify pass): row 1 is x
+    for (int64_t k = 0; k < cols; ++k) x3[k] = x3[2 * cols + k] = 0.5f, x3[cols + k] = xf[k];
+    matmul(m, x3.data(), 3, y3.data());
+    EXPECT_EQ(std::memcmp(y3.data() + rows, seq.data(), rows * sizeof(float)), 0) << cols << " cols: 3 rows";
+  }
 }
 
 TEST(KernelOptions, Bf16DotErrorOnModelLikeData) {
