@@ -78,10 +78,16 @@ void bench_speculative(Model& m, int K, int rounds, int64_t draft_vocab, bool dr
   for (int k = 1; k <= K; ++k) verify_seq.push_back(fresh());
   for (int k = 1; k <= K; ++k) cycle_seq.push_back(fresh());
 
+  // A verify forward of the k + 1 tokens `in` on s (all logits and hidden states, the
+  // per-token DeltaNet states kept for rollback).
+  auto verify_forward = [&](SequenceState* s, const std::vector<int>& in) {
+    const int64_t n = static_cast<int64_t>(in.size());
+    m.forward({{s, in.data(), n, logits.data(), true, hidden.data(), true}});
+  };
   // One verify pass of k + 1 tokens on its own sequence, then the rollback of a
-  // single kept token (the largest copy a rejection makes).
+  // single kept token.
   auto verify_pass = [&](int k, const std::vector<int>& in) {
-    m.forward({{verify_seq[k - 1].get(), in.data(), k + 1, logits.data(), true, hidden.data(), true}});
+    verify_forward(verify_seq[k - 1].get(), in);
     verify_seq[k - 1]->rollback(1);
   };
   auto random_ids = [&](int n) {
@@ -101,7 +107,7 @@ void bench_speculative(Model& m, int K, int rounds, int64_t draft_vocab, bool dr
     SequenceState& s = *cycle_seq[k - 1];
     const std::vector<int> in = random_ids(k + 1);
     const double t0 = now_seconds();
-    m.forward({{&s, in.data(), k + 1, logits.data(), true, hidden.data(), true}});
+    verify_forward(&s, in);
     s.rollback(j + 1);
     std::vector<int> next(in.begin() + 1, in.begin() + 1 + j);
     next.push_back(tok(rng));
@@ -201,10 +207,7 @@ void bench_speculative(Model& m, int K, int rounds, int64_t draft_vocab, bool dr
   if (!model::profiling()) return;
   const int reps = 4;
   model::profile_reset();
-  for (int i = 0; i < reps; ++i) {
-    const int id = tok(rng);
-    m.forward({{plain_seq.get(), &id, 1, logits.data(), false}});
-  }
+  for (int i = 0; i < reps; ++i) plain_step();
   std::printf("profile      %d plain decode steps:\n%s", reps, model::profile_report().c_str());
   for (int k = 1; k <= K; ++k) {
     model::profile_reset();

@@ -250,9 +250,11 @@ void bf16_dot_product(const KernelTable& t, const DenseMatrix& W, const float* X
   std::vector<uint16_t> xb(n * ld, 0);
   for (int64_t j = 0; j < n; ++j)
     for (int64_t k = 0; k < W.cols; ++k) xb[j * ld + k] = detail::f32_to_bf16(X[j * W.cols + k]);
-  if (n == 1 && t.bf16_dot_seq_rows && rows == DotRows::kProbe) rows = dot_rows_on(t);
-  if (n == 1 && t.bf16_dot_seq_rows && rows == DotRows::kSeq)
-    return for_rows(W.rows, work, [&](int64_t r0, int64_t r1) { t.bf16_dot_seq_rows(W, xb.data(), Y, r0, r1); });
+  if (n == 1 && t.bf16_dot_seq_rows) {
+    if (rows == DotRows::kProbe) rows = dot_rows_on(t);
+    if (rows == DotRows::kSeq)
+      return for_rows(W.rows, work, [&](int64_t r0, int64_t r1) { t.bf16_dot_seq_rows(W, xb.data(), Y, r0, r1); });
+  }
   for_rows(W.rows, work, [&](int64_t r0, int64_t r1) { t.bf16_dot_rows(W, xb.data(), n, Y, r0, r1); });
 }
 
@@ -475,6 +477,13 @@ Bf16Choice& bf16_choice(const KernelTable& t) {
 // fastest (decode: timed with every thread and with one, probe_kernels). About 0.25 s on the SIMD paths (the
 // scalar path probes a smaller matrix: its kernels are forced only, never a default on a SIMD host). The
 // decode-only widening variants compete for decode only (for n > 1 they are widen).
+// The BF16 probes' weights: small positive values, rows x cols (probe_matrix).
+auto bf16_probe_weights(int64_t rows, int64_t cols) {
+  return probe_matrix<uint16_t>(rows, cols, "BF16", [](uint64_t i) {
+    return static_cast<uint16_t>(0x3c00 + ((i * 40503u) >> 7 & 0x1ff));
+  });
+}
+
 Bf16Kernel bf16_probe(const KernelTable& t, bool panel) {
   std::vector<Bf16Kernel> cand;
   for (Bf16Kernel k : {Bf16Kernel::kWiden, Bf16Kernel::kWidenT0, Bf16Kernel::kWidenNoPf, Bf16Kernel::kWidenTiled,
@@ -483,9 +492,7 @@ Bf16Kernel bf16_probe(const KernelTable& t, bool panel) {
   if (cand.size() == 1) return cand[0];
   const bool scalar = &t == &detail::scalar_kernels();
   const int64_t rows = panel ? (scalar ? 64 : 512) : scalar ? 1024 : 16384, cols = 2048, n = panel ? 64 : 1;
-  const auto w = probe_matrix<uint16_t>(rows, cols, "BF16", [](uint64_t i) {
-    return static_cast<uint16_t>(0x3c00 + ((i * 40503u) >> 7 & 0x1ff));  // small positive values
-  });
+  const auto w = bf16_probe_weights(rows, cols);
   std::vector<float> x(n * cols), y(n * rows);
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) - 3.0f;
   const DenseMatrix W = dense_view(WType::BF16, w.get(), rows, cols);
@@ -510,9 +517,7 @@ Bf16Kernel bf16_probe(const KernelTable& t, bool panel) {
 // rows, every thread and one, best of 4), on first use of the opt-in: ~0.05 s.
 DotRows dot_rows_probe(const KernelTable& t) {
   const int64_t rows = 16384, cols = 2048;
-  const auto w = probe_matrix<uint16_t>(rows, cols, "BF16", [](uint64_t i) {
-    return static_cast<uint16_t>(0x3c00 + ((i * 40503u) >> 7 & 0x1ff));
-  });
+  const auto w = bf16_probe_weights(rows, cols);
   std::vector<float> x(cols), y(rows);
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) - 3.0f;
   const DenseMatrix W = dense_view(WType::BF16, w.get(), rows, cols);
@@ -590,8 +595,9 @@ Q8Choice& q8_choice(const KernelTable& t) {
 
 // Times int8 kernels on a rows x 2048 matrix with n activation rows (probe_matrix,
 // probe_kernels; with_one: also on one thread) and returns the probe.
+constexpr int64_t kQ8ProbeCols = 2048;
 KernelProbe q8_time(const KernelTable& t, const std::vector<Q8Kernel>& cand, int64_t rows, int64_t n, bool with_one) {
-  const int64_t cols = 2048;
+  const int64_t cols = kQ8ProbeCols;
   const auto w = probe_matrix<int8_t>(rows, cols, "int8", [](uint64_t i) {
     return static_cast<int8_t>(static_cast<int>((i * 40503u) >> 5 & 0xff) - 128);
   });
@@ -617,7 +623,7 @@ Q8Kernel q8_probe(const KernelTable& t) {
   cand.push_back(Q8Kernel::kWiden);
   if (t.matvec_rows) cand.push_back(Q8Kernel::kWidenTiled);
   const KernelProbe p = q8_time(t, cand, rows, 1, true);
-  const double gb = static_cast<double>(rows * 2048) / 1e9;
+  const double gb = static_cast<double>(rows * kQ8ProbeCols) / 1e9;
   std::string buf = " (probe, best of 4:";
   for (size_t c = 0; c < cand.size(); ++c) {
     char b[48];
