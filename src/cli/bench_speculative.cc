@@ -7,7 +7,8 @@
 //  * one MTP draft step with its lm_head, and the same step without the lm_head (the
 //    MTP cache update only): their difference is the draft's lm_head cost; with
 //    --draft-vocab N also a draft over the first N vocabulary rows only, with --draft-int8
-//    over an int8 copy of the lm_head;
+//    over an int8 copy of the lm_head (with --draft-layer-int8 every draft step runs the
+//    MTP layer re-encoded as int8 at load);
 //  * tokens/s of full speculative cycles (verify k+1, roll back, MTP catch-up over the
 //    accepted rows, k-1 further draft steps) against plain decode tokens/s, at oracle
 //    acceptance a = 1.0, 0.7, 0.5: each draft position accepted with probability a,
@@ -15,8 +16,9 @@
 //    outcome j = 0..k accepted drafts and weighs them by their probabilities
 //    (a^j (1 - a), a^k for j = k): the expectation itself, E[j + 1] / E[cycle time],
 //    not a sample of a few dozen random cycles (whose tokens/cycle alone moved the
-//    ratio by +-0.1x). The decode step a round's ratios use is the median of three
-//    plain steps spread over the round.
+//    ratio by +-0.1x). Every timed phase (verify pass, draft step, cycle) runs between
+//    two plain decode steps and is divided by their mean (with one reference step per
+//    round, the memory speed's drift within the round moved the ratios by +-0.1x).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -38,7 +40,7 @@ double median(std::vector<double> v) {
 }
 }  // namespace
 
-void bench_speculative(Model& m, int K, int rounds, int64_t draft_vocab, bool draft_int8) {
+void bench_speculative(Model& m, int K, int rounds, int64_t draft_vocab, bool draft_int8, bool layer_int8) {
   if (!m.has_mtp()) fail("bench --speculative: the checkpoint has no mtp.* tensors (synth it with --mtp)");
   if (K < 1 || K > 4) fail("--speculative must be 1..4, got ", K);
   const TextConfig& t = m.config().text;
@@ -130,60 +132,59 @@ void bench_speculative(Model& m, int K, int rounds, int64_t draft_vocab, bool dr
   std::vector<double> tokens_per_cycle(K * rates.size());
   for (int r = 0; r < rounds; ++r) {
     log_info("bench --speculative: round ", r + 1, " of ", rounds);
+    // Every timed phase sits between two plain steps and is divided by their mean:
+    // this machine's memory speed drifts within a round by more than the effects
+    // measured here.
     std::vector<double> steps{plain_step()};
-    const double step0 = steps[0];
+    auto in_steps = [&](double secs) {
+      steps.push_back(plain_step());
+      return secs / (0.5 * (steps[steps.size() - 2] + steps.back()));
+    };
+    auto timed = [&](const auto& fn) {
+      const double t0 = now_seconds();
+      fn();
+      return in_steps(now_seconds() - t0);
+    };
     for (int k = 1; k <= K; ++k) {
       const std::vector<int> in = random_ids(k + 1);
-      const double t0 = now_seconds();
-      verify_pass(k, in);
-      verify[k - 1].push_back((now_seconds() - t0) / step0);
+      verify[k - 1].push_back(timed([&] { verify_pass(k, in); }));
     }
     // Draft steps: one MTP row with the lm_head, without it, and over a short vocabulary.
     const int id = tok(rng);
-    double t0 = now_seconds();
-    m.forward_mtp({{draft_seq.get(), &id, hidden.data(), 1, logits.data(), false, mh.data()}});
-    draft.push_back((now_seconds() - t0) / step0);
-    t0 = now_seconds();
-    m.forward_mtp({{draft_seq.get(), &id, hidden.data(), 1, nullptr, false}});
-    draft_cache.push_back((now_seconds() - t0) / step0);
-    if (cheap) {
-      t0 = now_seconds();
-      draft_step(draft_seq.get(), &id, hidden.data(), 1);
-      draft_short.push_back((now_seconds() - t0) / step0);
-    }
-    steps.push_back(plain_step());
-    // One cycle per outcome j for each k (shared by every acceptance rate).
-    std::vector<std::vector<double>> secs(K);
+    draft.push_back(timed([&] { m.forward_mtp({{draft_seq.get(), &id, hidden.data(), 1, logits.data(), false, mh.data()}}); }));
+    draft_cache.push_back(timed([&] { m.forward_mtp({{draft_seq.get(), &id, hidden.data(), 1, nullptr, false}}); }));
+    if (cheap) draft_short.push_back(timed([&] { draft_step(draft_seq.get(), &id, hidden.data(), 1); }));
+    // One cycle per outcome j for each k (shared by every acceptance rate), in steps.
+    std::vector<std::vector<double>> cost(K);
     for (int k = 1; k <= K; ++k)
-      for (int j = 0; j <= k; ++j) secs[k - 1].push_back(cycle(k, j));
-    steps.push_back(plain_step());
-    const double step = median(steps);
-    plain.push_back(step);
+      for (int j = 0; j <= k; ++j) cost[k - 1].push_back(in_steps(cycle(k, j)));
+    plain.push_back(median(steps));
     for (int k = 1; k <= K; ++k)
       for (size_t ai = 0; ai < rates.size(); ++ai) {
         double tokens = 0, time = 0;
         for (int j = 0; j <= k; ++j) {
           tokens += prob(rates[ai], k, j) * (j + 1);
-          time += prob(rates[ai], k, j) * secs[k - 1][j];
+          time += prob(rates[ai], k, j) * cost[k - 1][j];
         }
         const size_t c = (k - 1) * rates.size() + ai;
         tokens_per_cycle[c] = tokens;
-        speedup[c].push_back((tokens / time) * step);
+        speedup[c].push_back(tokens / time);
       }
   }
   const double step = median(plain);
   std::printf("spec decode  plain decode step %.1f ms (%.2f tokens/s), median of %d rounds; figures below are\n"
-              "             medians of per-round ratios to that round's decode step\n",
+              "             medians over the rounds of each phase over the mean of the plain steps before and after it\n",
               step * 1e3, 1.0 / step, rounds);
   for (int k = 1; k <= K; ++k)
     std::printf("spec verify  %d tokens (k=%d): %.2fx a decode step (rollback included)\n", k + 1, k,
                 median(verify[k - 1]));
+  if (layer_int8) std::printf("spec draft   the MTP layer is int8 (re-encoded at load) in every draft step below\n");
   std::printf("spec draft   one MTP step %.3fx a decode step; without its lm_head %.3fx: the lm_head is %.3fx "
               "(%.0f%% of the draft step)\n",
               median(draft), median(draft_cache), median(draft) - median(draft_cache),
               100.0 * (median(draft) - median(draft_cache)) / std::max(1e-12, median(draft)));
   const std::string how = cat(draft_vocab > 0 ? cat("the first ", draft_vocab, " vocabulary rows") : std::string("the whole vocabulary"),
-                              draft_int8 ? ", int8 lm_head" : "");
+                              draft_int8 ? ", int8 lm_head" : "", layer_int8 ? ", int8 MTP layer" : "");
   if (cheap) std::printf("spec draft   over %s: %.3fx a decode step\n", how.c_str(), median(draft_short));
   double best = 0;
   int best_k = 0;
@@ -197,7 +198,7 @@ void bench_speculative(Model& m, int K, int rounds, int64_t draft_vocab, bool dr
       }
       std::printf("spec cycle   acceptance %.1f k=%d: %.2f tokens/cycle (expected), %.2f tokens/s = %.2fx plain "
                   "decode%s\n",
-                  rates[ai], k, tokens_per_cycle[c], x / step, x, cheap ? cat(" (drafts over ", how, ")").c_str() : "");
+                  rates[ai], k, tokens_per_cycle[c], x / step, x, cheap || layer_int8 ? cat(" (drafts over ", how, ")").c_str() : "");
     }
   }
   std::printf("spec best    at acceptance 0.7: k=%d, %.2fx plain decode\n", best_k, best);

@@ -102,6 +102,7 @@ int cmd_bench(int argc, char** argv) {
                                    {"rounds", true}, {"contexts", true}, {"decode-tokens", true},
                                    {"mmap-dense", false}, {"help", false}, {"prefix-cache", true},
                                    {"speculative", true}, {"draft-vocab", true}, {"draft-int8", false},
+                                   {"draft-layer-int8", false},
                                    {"image-size", true}, {"images", true}};
   for (auto& o : engine::prefix_cache_option_specs()) specs.push_back(o);
   for (auto& o : memory_option_specs()) specs.push_back(o);
@@ -117,8 +118,10 @@ int cmd_bench(int argc, char** argv) {
                  "widen_tiled, widen256, split3, split, amx): see qinfer --help.\n"
                  "--prefix-cache N [--prefix-cache-gb GB]: instead, time to first token of a request sharing an\n"
                  "N-token prefix with the one before (prefix cache) against cold ones, and the cache's memory.\n"
-                 "--speculative K [--draft-vocab N] [--draft-int8] instead measures MTP speculative decoding (k = 1..K):\n"
-                 "verify and draft costs against a decode step and oracle-acceptance tokens/s (needs mtp.*).\n"
+                 "--speculative K [--draft-vocab N] [--draft-int8] [--draft-layer-int8] instead measures MTP speculative\n"
+                 "decoding (k = 1..K): verify and draft costs against a decode step and oracle-acceptance tokens/s\n"
+                 "(needs mtp.*); the draft options are --speculative-config's draft_vocab_size, draft_lm_head int8\n"
+                 "and draft_layer int8.\n"
                  "--image-size S [--images K] instead times the vision tower alone (the text model is not loaded)\n"
                  "on K synthetic SxS images in one pass: preprocessing, per-stage times, GFLOP/s against the GEMM\n"
                  "rate of the same kernels on the tower's matrices (needs model.visual.*: qinfer synth --vision).\n%s",
@@ -135,6 +138,7 @@ int cmd_bench(int argc, char** argv) {
   const int64_t draft_vocab = a.get_int("draft-vocab", 0);
   lo.load_mtp = speculative > 0;
   lo.draft_int8 = speculative > 0 && a.has("draft-int8");
+  lo.draft_layer_int8 = speculative > 0 && a.has("draft-layer-int8");
   lo.draft_vocab = draft_vocab;
   std::vector<int> prefills = parse_int_list(a.get_or("prefill", "512,2048"), "--prefill");
   std::vector<int> contexts = parse_int_list(a.get_or("contexts", "0,4096,32768"), "--contexts");
@@ -193,7 +197,7 @@ int cmd_bench(int argc, char** argv) {
 
   if (speculative > 0) {
     bench_speculative(*model, speculative, static_cast<int>(a.get_int("rounds", 5)), draft_vocab,
-                      a.has("draft-int8"));
+                      a.has("draft-int8"), lo.draft_layer_int8);
     return 0;
   }
   for (int n : prefills)

@@ -91,7 +91,8 @@ const char* generation_flags_help() {
          "  --memory-budget-gb G  --max-model-len N  --experts auto|resident|mapped\n"
          "  --enable-prefix-caching (default) | --no-enable-prefix-caching\n"
          "  --prefix-cache-gb GB  memory for cached prefixes (default: a quarter of the available memory, never the planned KV)\n"
-         "  --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":K}'  (MTP drafting, K 1..4)\n";
+         "  --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":K}'  (MTP drafting, K 1..4; cheaper\n"
+         "    drafts, same output: \"draft_vocab_size\": N, \"draft_lm_head\": \"int8\", \"draft_layer\": \"int8\")\n";
 }
 
 engine::GenParams gen_params_from_args(const Args& a, double default_temperature) {

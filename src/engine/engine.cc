@@ -107,6 +107,7 @@ std::unique_ptr<Engine> Engine::load(const std::string& dir, const EngineOptions
     lo.load_mtp = true;
     lo.draft_vocab = opts.spec.draft_vocab_size;
     lo.draft_int8 = opts.spec.draft_int8;
+    lo.draft_layer_int8 = opts.spec.draft_layer_int8;
   }
   if (opts.enable_prefix_caching) {   // the plan makes room for the prefix cache's budget
     if (opts.prefix_cache_gb >= 0) lo.prefix_cache_bytes = opts.prefix_cache_gb * double(size_t{1} << 30);

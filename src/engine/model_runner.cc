@@ -216,6 +216,7 @@ std::unique_ptr<ModelRunner> load_model_runner(const std::string& dir, const Run
   lo.experts = opts.experts;
   lo.load_mtp = opts.load_mtp;
   lo.draft_int8 = opts.draft_int8;
+  lo.draft_layer_int8 = opts.draft_layer_int8;
   lo.draft_vocab = opts.draft_vocab;
   lo.prefix_cache_bytes = opts.prefix_cache_bytes;
   lo.prefix_cache_share = opts.prefix_cache_share;

@@ -111,6 +111,7 @@ struct RunnerLoadOptions {
   bool load_mtp = false;     // load the mtp.* draft head (error when the checkpoint has none)
   int64_t draft_vocab = 0;   // > 0: the MTP drafts among token ids below this only
   bool draft_int8 = false;   // the MTP drafts score with an int8 copy of the lm_head
+  bool draft_layer_int8 = false;   // the MTP layer re-encoded as int8 at load (LoadOptions)
   double prefix_cache_bytes = 0;   // the memory plan's prefix-cache terms (LoadOptions)
   double prefix_cache_share = 0;
 };

@@ -44,6 +44,10 @@ SpeculativeOptions parse_speculative_config(const std::string& text) {
       if (!v.is_string() || (v.get<std::string>() != "int8" && v.get<std::string>() != "bf16"))
         fail("--speculative-config: \"draft_lm_head\" must be \"int8\" or \"bf16\" (the checkpoint's own)");
       o.draft_int8 = v.get<std::string>() == "int8";
+    } else if (key == "draft_layer") {
+      if (!v.is_string() || (v.get<std::string>() != "int8" && v.get<std::string>() != "bf16"))
+        fail("--speculative-config: \"draft_layer\" must be \"int8\" or \"bf16\" (the checkpoint's own)");
+      o.draft_layer_int8 = v.get<std::string>() == "int8";
     } else {
       log_warn("--speculative-config: key \"", key, "\" is not used by this engine; ignored");
     }

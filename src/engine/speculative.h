@@ -46,12 +46,14 @@ struct SpeculativeOptions {
                                        // cheaper draft lm_head; the verified output does not change)
   bool draft_int8 = false;             // qinfer's own "draft_lm_head": "int8": drafts score with an int8
                                        // copy of the lm_head (half the bytes; the verified output does not change)
+  bool draft_layer_int8 = false;       // qinfer's own "draft_layer": "int8": the MTP layer re-encoded as int8
+                                       // at load (half its bytes per draft; the verified output does not change)
   DraftSource* draft_override = nullptr;   // tests: use this instead of the model's MTP head
   bool enabled() const { return num_speculative_tokens > 0; }
 };
 
 // Parses vLLM's --speculative-config JSON ({"method": "mtp", "num_speculative_tokens": 3,
-// "disable_by_batch_size": N}, plus qinfer's "draft_vocab_size": N and "draft_lm_head": "int8"); errors name the flag and the field. Unknown keys that vLLM
+// "disable_by_batch_size": N}, plus qinfer's "draft_vocab_size": N, "draft_lm_head": "int8" and "draft_layer": "int8"); errors name the flag and the field. Unknown keys that vLLM
 // accepts for GPU runs (e.g. "model", "draft_tensor_parallel_size") are ignored with a warning.
 SpeculativeOptions parse_speculative_config(const std::string& json_text);
 

@@ -86,6 +86,17 @@ void deltanet_forward(const TextConfig& tc, const DeltaNetWeights& w, int cache_
   });
 
   prof.emplace(Part::kGdnRule);
+  // A verify step keeps its tokens' delta-rule inputs (SequenceState::rollback replays them).
+  for (const Span& sp : spans) {
+    if (!sp.keep_states) continue;
+    DeltaNetState& ds = sp.state->delta(cache_index);
+    for (int64_t t = 0; t < sp.n; ++t) {
+      std::memcpy(ds.spec_kv.data() + t * (kdim + vdim), act + (sp.begin + t) * conv_dim + kdim,
+                  (kdim + vdim) * sizeof(float));
+      std::memcpy(ds.spec_g.data() + t * nv, g + (sp.begin + t) * nv, nv * sizeof(float));
+      std::memcpy(ds.spec_beta.data() + t * nv, beta + (sp.begin + t) * nv, nv * sizeof(float));
+    }
+  }
   // Delta rule per (span, value head); value head h reads key head h / (nv / nk).
   float* o = ar.alloc<float>(N * vdim);
   const int64_t rep = nv / nk;
@@ -107,22 +118,14 @@ void deltanet_forward(const TextConfig& tc, const DeltaNetWeights& w, int cache_
       io.gb_stride = nv;
       io.o = o + sp.begin * vdim + h * dv;
       io.o_stride = vdim;
-      io.S = sp.state->delta(cache_index).ssm.data() + h * dk * dv;
+      DeltaNetState& ds = sp.state->delta(cache_index);
+      io.S = ds.ssm.data() + h * dk * dv;
       if (sp.keep_states) {
-        // Token by token (as decode runs it), keeping the state after each token but the last.
-        auto& kept = sp.state->delta(cache_index).spec_ssm;
-        ops::DeltaRuleIO one = io;
-        one.T = 1;
-        for (int64_t t = 0; t < sp.n; ++t) {
-          one.q = io.q + t * conv_dim;
-          one.k = io.k + t * conv_dim;
-          one.v = io.v + t * conv_dim;
-          one.g = io.g + t * nv;
-          one.beta = io.beta + t * nv;
-          one.o = io.o + t * vdim;
-          ops::delta_rule_recurrent(one);
-          if (t + 1 < sp.n) std::memcpy(kept[t].data() + h * dk * dv, io.S, dk * dv * sizeof(float));
-        }
+        // Token by token (as decode runs it), out of place: the state before the step
+        // stays in ssm for a rollback (swapped into spec_ssm below).
+        io.S_in = io.S;
+        io.S = ds.spec_ssm.data() + h * dk * dv;
+        ops::delta_rule_recurrent(io);
       } else if (sp.n == 1) {
         ops::delta_rule_recurrent(io);
       } else {
@@ -130,6 +133,12 @@ void deltanet_forward(const TextConfig& tc, const DeltaNetWeights& w, int cache_
       }
     }
   });
+
+  for (const Span& sp : spans)
+    if (sp.keep_states) {
+      DeltaNetState& ds = sp.state->delta(cache_index);
+      ds.ssm.swap(ds.spec_ssm);   // ssm: after the step's tokens; spec_ssm: before them
+    }
 
   prof.emplace(Part::kGdnOut);
   // Gated RMSNorm per head, then out_proj.

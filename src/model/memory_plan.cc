@@ -42,7 +42,7 @@ struct Weights {
 };
 
 // Where the weights go for the request's dense options; experts counted apart.
-Weights place_weights(const WeightCensus& w, bool int8, bool mmap_dense) {
+Weights place_weights(const WeightCensus& w, bool int8, bool mtp_int8, bool mmap_dense) {
   Weights p;
   if (int8) {
     p.reencoded = w.dense_int8 + w.lm_head_int8;
@@ -54,7 +54,7 @@ Weights place_weights(const WeightCensus& w, bool int8, bool mmap_dense) {
     p.copied = w.dense + w.small + (w.lm_head_tied ? 0 : w.lm_head);
     if (w.lm_head_tied) p.mapped = w.lm_head;   // an lm_head that borrows the embedding stays mapped
   }
-  p.copied += w.mtp;
+  p.copied += int8 || mtp_int8 ? w.mtp_int8 : w.mtp;
   p.mapped += w.vision;
   return p;
 }
@@ -81,7 +81,7 @@ MemoryPlan attempt(const WeightCensus& w, const StateCensus& s, const PlanReques
                    bool file_backed) {
   MemoryPlan p;
   p.req = req;
-  const Weights pl = place_weights(w, req.dense_int8, req.mmap_dense);
+  const Weights pl = place_weights(w, req.dense_int8, req.mtp_int8, req.mmap_dense);
   p.copied = pl.copied + req.draft_head;
   p.reencoded = pl.reencoded;
   p.draft_head = req.draft_head;
@@ -153,7 +153,13 @@ WeightCensus census_of(const Checkpoint& ck, const ModelConfig& cfg, bool load_m
     if (starts_with(name, "model.visual.")) {
       if (load_vision && cfg.has_vision) w.vision += b;
     } else if (starts_with(name, "mtp.")) {
-      if (load_mtp && tc.mtp_num_hidden_layers > 0) w.mtp += b;
+      if (load_mtp && tc.mtp_num_hidden_layers > 0) {
+        w.mtp += b;
+        // Re-encoded: 2-D matrices and 3-D fused expert stacks as int8 codes + fp32 row scales.
+        const bool matrix = (t.shape.size() == 2 || t.shape.size() == 3) && !kept_as_stored(name);
+        w.mtp_int8 += matrix ? static_cast<double>(t.numel()) + 4.0 * static_cast<double>(t.numel() / t.shape.back())
+                             : b;
+      }
     } else if (ends_with(name, "embed_tokens.weight")) {
       w.embed += b;
       if (t.shape.size() == 2) w.lm_head_int8 = std::max(w.lm_head_int8, int8_bytes(t));
@@ -198,6 +204,15 @@ StateCensus state_census(const StateShape& sh, int64_t model_max_len, int64_t hi
   s.kv_per_token = 2.0 * (sh.num_full_layers + sh.num_mtp_layers) * static_cast<double>(sh.kv_width) * sizeof(float);
   s.per_sequence = static_cast<double>(sh.num_linear_layers) *
                    static_cast<double>(sh.conv_rows * sh.conv_dim + sh.ssm_size) * sizeof(float);
+  if (sh.num_mtp_layers > 0) {
+    // A speculating sequence's verify buffers (DeltaNetState::spec_*), for the most
+    // tokens a step verifies: 1 + num_speculative_tokens (at most 4).
+    constexpr int64_t kVerifyTokens = 5;
+    const int64_t kv = sh.key_heads * sh.key_dim + sh.value_heads * sh.value_dim;
+    s.per_sequence += static_cast<double>(sh.num_linear_layers) *
+                      static_cast<double>(sh.ssm_size + kVerifyTokens * (kv + 2 * sh.value_heads) +
+                                          (sh.conv_rows + kVerifyTokens) * sh.conv_dim) * sizeof(float);
+  }
   s.model_max_len = model_max_len;
   return s;
 }
@@ -280,6 +295,7 @@ std::string MemoryPlan::line() const {
 MemoryPlan plan_for_options(const Checkpoint& ck, const ModelConfig& cfg, const LoadOptions& opts) {
   PlanRequest r;
   r.dense_int8 = opts.dense_int8;
+  r.mtp_int8 = opts.draft_layer_int8;
   r.mmap_dense = !opts.resident_dense;
   r.experts = opts.experts;
   r.max_model_len = opts.max_model_len;

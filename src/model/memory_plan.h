@@ -28,6 +28,8 @@ struct WeightCensus {
   double lm_head = 0;            // lm_head as stored (tied: the embedding table, read through the mapping)
   double lm_head_int8 = 0;       // lm_head re-encoded by --dense int8 (tied too: the table as int8)
   double mtp = 0;                // the mtp.* head (all roles), when loaded
+  double mtp_int8 = 0;           // the same with its matrices re-encoded as int8 (--dense int8 or
+                                 // "draft_layer": "int8")
   double vision = 0;             // model.visual.* (read through the mapping), when loaded
 };
 
@@ -49,6 +51,7 @@ ExpertsPlacement parse_experts_placement(const std::string& s);
 
 struct PlanRequest {
   bool dense_int8 = false;
+  bool mtp_int8 = false;         // the MTP layer re-encoded as int8 for drafting (implied by dense_int8)
   bool mmap_dense = false;       // dense weights read through the checkpoint mapping
   ExpertsPlacement experts = ExpertsPlacement::kAuto;
   int64_t max_model_len = 0;     // 0: not given (the plan lowers the model's context to what fits)

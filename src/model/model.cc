@@ -41,7 +41,7 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const LoadOptions& op
   m->plan_ = std::make_unique<model::MemoryPlan>(model::plan_load(*ck, m->config_, opts));
   m->max_context_ = m->plan_->len_lowered ? m->plan_->max_model_len : tc.max_position_embeddings;
   m->w_ = model::load_weights(m->config_, std::move(ck), opts.dense_int8, opts.load_mtp, opts.resident_dense,
-                              m->plan_->experts_file_backed);
+                              m->plan_->experts_file_backed, opts.draft_layer_int8);
   if (m->plan_->experts_file_backed)
     m->w_->expert_cache = std::make_unique<model::ExpertCache>(m->w_->layers, m->plan_->experts_hot);
   m->load_vision_tower(opts.load_vision);

@@ -30,6 +30,10 @@ struct LoadOptions {
   // at load): the plan counts that copy. draft_vocab > 0: of its first draft_vocab rows.
   bool draft_int8 = false;
   int64_t draft_vocab = 0;
+  // The MTP layer (fc, attention, experts, shared expert) re-encoded as int8 at load, in
+  // place of its BF16 copy: cheaper drafts, the verified output unchanged; forward_mtp
+  // then gives the int8 layer's logits, not the checkpoint's exact ones.
+  bool draft_layer_int8 = false;
   // The prefix cache (engine): a given budget is counted like the KV; without one, a
   // context lowered to fit leaves this share of the room for the cache's default budget.
   double prefix_cache_bytes = 0;

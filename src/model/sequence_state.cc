@@ -7,7 +7,9 @@
 #include <cstring>
 #include <new>
 
+#include "ops/delta_rule.h"
 #include "util/error.h"
+#include "util/thread_pool.h"
 
 namespace qinfer {
 
@@ -102,10 +104,13 @@ size_t SequenceState::memory_bytes() const {
 void SequenceState::begin_verify(int64_t n) {
   verify_n_ = n > 0 ? n : 0;
   if (n <= 0) return;
+  const size_t kv = static_cast<size_t>(shape_.key_heads * shape_.key_dim + shape_.value_heads * shape_.value_dim);
   for (auto& d : delta_) {
     // Grown, never shrunk: the buffers stay allocated (and faulted in) from step to step.
-    if (d.spec_ssm.size() < static_cast<size_t>(n - 1)) d.spec_ssm.resize(static_cast<size_t>(n - 1));
-    for (auto& k : d.spec_ssm) k.resize(static_cast<size_t>(shape_.ssm_size));
+    d.spec_ssm.resize(static_cast<size_t>(shape_.ssm_size));
+    d.spec_kv.resize(std::max(d.spec_kv.size(), static_cast<size_t>(n) * kv));
+    d.spec_g.resize(std::max(d.spec_g.size(), static_cast<size_t>(n * shape_.value_heads)));
+    d.spec_beta.resize(std::max(d.spec_beta.size(), static_cast<size_t>(n * shape_.value_heads)));
     d.spec_conv.resize(static_cast<size_t>((shape_.conv_rows + n) * shape_.conv_dim));
   }
 }
@@ -120,10 +125,39 @@ void SequenceState::rollback(int64_t keep) {
     const size_t cd = static_cast<size_t>(shape_.conv_dim);
     const size_t rows = static_cast<size_t>(shape_.conv_rows);
     for (auto& d : delta_) {
-      d.ssm.swap(d.spec_ssm[static_cast<size_t>(keep - 1)]);   // the state after token keep-1, no copy
+      d.ssm.swap(d.spec_ssm);   // back to the state before the step
       // [old conv rows; inputs 0..n-1]: the state after input keep-1 is rows keep .. keep+rows-1.
       std::memcpy(d.conv.data(), d.spec_conv.data() + keep * cd, rows * cd * sizeof(float));
     }
+    // The recurrent state after token keep-1: the delta rule of tokens 0..keep-1 again,
+    // per (layer, value head), on their kept inputs (the verify pass ran the same
+    // recurrent kernel on the same values: the same bits).
+    const int64_t nv = shape_.value_heads, rep = nv / std::max<int64_t>(1, shape_.key_heads);
+    const int64_t dk = shape_.key_dim, dv = shape_.value_dim, kdim = shape_.key_heads * dk;
+    const int64_t row = kdim + nv * dv;
+    parallel_for(static_cast<int64_t>(delta_.size()) * nv, 1, [&](int64_t i0, int64_t i1, int) {
+      thread_local std::vector<float> o;
+      o.resize(static_cast<size_t>(keep * dv));
+      for (int64_t it = i0; it < i1; ++it) {
+        DeltaNetState& d = delta_[static_cast<size_t>(it / nv)];
+        const int64_t h = it % nv;
+        ops::DeltaRuleIO io;
+        io.T = keep;
+        io.dk = dk;
+        io.dv = dv;
+        io.k = d.spec_kv.data() + (h / rep) * dk;
+        io.q = io.k;   // the outputs are not wanted: any valid q
+        io.v = d.spec_kv.data() + kdim + h * dv;
+        io.q_stride = io.k_stride = io.v_stride = row;
+        io.g = d.spec_g.data() + h;
+        io.beta = d.spec_beta.data() + h;
+        io.gb_stride = nv;
+        io.o = o.data();
+        io.o_stride = dv;
+        io.S = d.ssm.data() + h * dk * dv;
+        ops::delta_rule_recurrent(io);
+      }
+    });
   }
   verify_n_ = 0;
 }

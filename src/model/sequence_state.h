@@ -50,11 +50,17 @@ struct DeltaNetState {
   std::vector<float> conv;  // [kernel-1][conv_dim], oldest first (pre-conv, pre-SiLU inputs)
   std::vector<float> ssm;   // [value heads][key dim][value dim]
   // Kept by a speculative verify step of n tokens (Model::Step::keep_states) so that
-  // SequenceState::rollback can keep any prefix exactly, without re-running anything:
-  // [n-1] states of ssm size: the recurrent state after tokens 0..n-2 (rollback swaps
-  // the one it keeps with ssm: no copy).
-  std::vector<std::vector<float>> spec_ssm;
-  std::vector<float> spec_conv;  // [kernel-1 + n][conv_dim]: the conv state before the step, then its n inputs
+  // SequenceState::rollback can keep any prefix exactly. The verify pass runs the delta
+  // rule out of place from ssm into spec_ssm and then swaps the two: ssm holds the state
+  // after all n tokens, spec_ssm the state before the step (no copy of a state, whose
+  // 2 MiB per layer and token cost more memory traffic than the rule itself). A partial
+  // acceptance swaps back and replays the delta rule of the kept tokens from their
+  // inputs (the same kernel on the same values: the same bits as decoding them).
+  std::vector<float> spec_ssm;    // ssm size
+  std::vector<float> spec_kv;     // [n][key dim + value dim]: the tokens' L2-normed k, then v
+  std::vector<float> spec_g;      // [n][value heads]: log-decay
+  std::vector<float> spec_beta;   // [n][value heads]
+  std::vector<float> spec_conv;   // [kernel-1 + n][conv_dim]: the conv state before the step, then its n inputs
 };
 
 struct StateShape {
@@ -63,6 +69,7 @@ struct StateShape {
   int64_t conv_rows = 0;         // kernel - 1
   int64_t conv_dim = 0;          // 2 * key_dim + value_dim
   int64_t ssm_size = 0;          // value heads * key dim * value dim
+  int64_t key_heads = 0, value_heads = 0, key_dim = 0, value_dim = 0;   // of the DeltaNet layers
   bool operator==(const StateShape&) const = default;
 };
 
@@ -95,8 +102,9 @@ class SequenceState {
   // keep_states step of n tokens (it sizes the per-token buffers of every DeltaNet
   // layer); rollback(keep) then keeps only the first `keep` (1..n) of those tokens:
   // the position goes back (KV rows past it are overwritten by later calls) and each
-  // DeltaNet layer's conv and recurrent states become those after token keep-1, copied
-  // from what the verify pass kept. Throws Error when no verify step is pending or keep
+  // DeltaNet layer's conv and recurrent states become those after token keep-1 (the
+  // conv rows copied from what the verify pass kept, the recurrent state replayed from
+  // the state before the step: DeltaNetState). Throws Error when no verify step is pending or keep
   // is out of range. Any later forward() ends the pending verify step.
   void begin_verify(int64_t n);
   void rollback(int64_t keep);

@@ -13,6 +13,10 @@ StateShape text_state_shape(const TextConfig& tc, bool mtp) {
   s.conv_dim = 2LL * tc.linear_num_key_heads * tc.linear_key_head_dim +
                static_cast<int64_t>(tc.linear_num_value_heads) * tc.linear_value_head_dim;
   s.ssm_size = static_cast<int64_t>(tc.linear_num_value_heads) * tc.linear_key_head_dim * tc.linear_value_head_dim;
+  s.key_heads = tc.linear_num_key_heads;
+  s.value_heads = tc.linear_num_value_heads;
+  s.key_dim = tc.linear_key_head_dim;
+  s.value_dim = tc.linear_value_head_dim;
   return s;
 }
 

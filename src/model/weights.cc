@@ -157,7 +157,7 @@ size_t ModelWeights::bytes() const {
 
 std::unique_ptr<ModelWeights> load_weights(const ModelConfig& cfg, std::unique_ptr<Checkpoint> ck,
                                            bool dense_int8, bool load_mtp, bool resident_dense,
-                                           bool experts_mapped) {
+                                           bool experts_mapped, bool mtp_int8) {
   const TextConfig& tc = cfg.text;
   auto w = std::make_unique<ModelWeights>();
   w->ck = std::move(ck);
@@ -202,12 +202,15 @@ std::unique_ptr<ModelWeights> load_weights(const ModelConfig& cfg, std::unique_p
   if (load_mtp && tc.mtp_num_hidden_layers > 0 && c.has("mtp.fc.weight")) {
     if (tc.mtp_num_hidden_layers != 1)
       fail(cfg.dir, "/config.json: mtp_num_hidden_layers = ", tc.mtp_num_hidden_layers, " (only 1 is supported)");
+    // The MTP layer only drafts: with mtp_int8 its matrices are re-encoded like --dense int8's.
+    WeightReader rm(c, cfg.quant, dense_int8 || mtp_int8);
+    if (w->resident) rm.set_arena(w->resident.get());
     auto m = std::make_unique<MtpWeights>();
-    m->pre_fc_norm_embedding = zc_norm(r, "mtp.pre_fc_norm_embedding.weight", H);
-    m->pre_fc_norm_hidden = zc_norm(r, "mtp.pre_fc_norm_hidden.weight", H);
-    m->norm = zc_norm(r, "mtp.norm.weight", H);
-    m->fc = r.linear("mtp.fc", H, 2 * H);
-    m->layer = load_layer(r, tc, "mtp.layers.0.", LayerType::kFullAttention);
+    m->pre_fc_norm_embedding = zc_norm(rm, "mtp.pre_fc_norm_embedding.weight", H);
+    m->pre_fc_norm_hidden = zc_norm(rm, "mtp.pre_fc_norm_hidden.weight", H);
+    m->norm = zc_norm(rm, "mtp.norm.weight", H);
+    m->fc = rm.linear("mtp.fc", H, 2 * H);
+    m->layer = load_layer(rm, tc, "mtp.layers.0.", LayerType::kFullAttention);
     w->mtp = std::move(m);
   }
   const int64_t rd = tc.rotary_dim();

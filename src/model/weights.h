@@ -87,7 +87,7 @@ struct ModelWeights {
 // mapping, repacked on use, model/gptq_experts.h).
 std::unique_ptr<ModelWeights> load_weights(const ModelConfig& cfg, std::unique_ptr<Checkpoint> ck,
                                            bool dense_int8, bool load_mtp, bool resident_dense = true,
-                                           bool experts_mapped = false);
+                                           bool experts_mapped = false, bool mtp_int8 = false);
 
 // Embedding rows of `tokens` as fp32 into out[n][H].
 void embed_rows(const ModelWeights& w, const int* tokens, int64_t n, int64_t hidden, float* out);

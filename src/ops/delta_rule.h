@@ -17,6 +17,10 @@ struct DeltaRuleIO {
   const float* g = nullptr; const float* beta = nullptr; int64_t gb_stride = 1;
   float* o = nullptr; int64_t o_stride = 0;  // output [T][dv]
   float* S = nullptr;                        // state [dk][dv], updated in place
+  // Out of place (recurrent form): the state before token 0 is read from S_in (left
+  // as it is) and the state after each token written to S; the same bits as copying
+  // S_in to S and running in place. Null or equal to S: in place.
+  const float* S_in = nullptr;
 };
 
 // Token by token: S <- e^g S; u = beta (v - Sᵀk); S <- S + k uᵀ; o = Sᵀq.

@@ -11,6 +11,7 @@ namespace qinfer::ops::detail {
 void delta_recurrent_scalar(const DeltaRuleIO& io, float*) {
   const int64_t dk = io.dk, dv = io.dv;
   float* S = io.S;
+  if (io.S_in && io.S_in != S && io.T > 0) std::copy(io.S_in, io.S_in + dk * dv, S);
   std::vector<float> u(dv);
   for (int64_t t = 0; t < io.T; ++t) {
     const float* q = io.q + t * io.q_stride;

@@ -12,34 +12,36 @@ inline void axpy_v(float a, const float* x, int64_t n, float* y) {
 
 // Per token, two passes over S: u = beta (v - e^g Sᵀk) reads S (the decay is
 // applied to the product, not the state), then S <- e^g S + k uᵀ and o = Sᵀq
-// in one read-modify-write pass. work: dv floats.
+// in one read-modify-write pass (token 0 reads S_in when set). work: dv floats.
 void delta_recurrent_simd(const DeltaRuleIO& io, float* u) {
   const int64_t dk = io.dk, dv = io.dv;
   float* S = io.S;
   for (int64_t t = 0; t < io.T; ++t) {
+    const float* src = t == 0 && io.S_in ? io.S_in : S;   // the state before token t
     const float* q = io.q + t * io.q_stride;
     const float* k = io.k + t * io.k_stride;
     const float* v = io.v + t * io.v_stride;
     const float decay = sexp(io.g[t * io.gb_stride]);
     const float beta = io.beta[t * io.gb_stride];
     for (int64_t j = 0; j < dv; ++j) u[j] = 0.0f;
-    for (int64_t i = 0; i < dk; ++i) axpy_v(k[i], S + i * dv, dv, u);
+    for (int64_t i = 0; i < dk; ++i) axpy_v(k[i], src + i * dv, dv, u);
     for (int64_t j = 0; j < dv; ++j) u[j] = beta * (v[j] - decay * u[j]);
     float* o = io.o + t * io.o_stride;
     for (int64_t j = 0; j < dv; ++j) o[j] = 0.0f;
     const V::T dec = V::set1(decay);
     for (int64_t i = 0; i < dk; ++i) {
+      const float* in = src + i * dv;
       float* row = S + i * dv;
       const float ki = k[i], qi = q[i];
       const V::T kv = V::set1(ki), qv = V::set1(qi);
       int64_t j = 0;
       for (; j + V::W <= dv; j += V::W) {
-        const V::T s = V::fma(kv, V::load(u + j), V::mul(dec, V::load(row + j)));
+        const V::T s = V::fma(kv, V::load(u + j), V::mul(dec, V::load(in + j)));
         V::store(row + j, s);
         V::store(o + j, V::fma(qv, s, V::load(o + j)));
       }
       for (; j < dv; ++j) {
-        const float s = decay * row[j] + ki * u[j];
+        const float s = decay * in[j] + ki * u[j];
         row[j] = s;
         o[j] += qi * s;
       }

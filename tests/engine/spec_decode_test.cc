@@ -144,6 +144,7 @@ TEST_P(SpecFixture, GreedyIdenticalWithCheaperDraftHeads) {
   o.spec.method = "mtp";
   o.spec.num_speculative_tokens = 2;
   o.spec.draft_int8 = true;
+  o.spec.draft_layer_int8 = true;
   o.spec.draft_vocab_size = 300;
   auto e = Engine::load(dir, o);
   for (const auto& p : prompts_of(dir)) EXPECT_EQ(e->generate(p.ids, greedy(16)).tokens, p.greedy) << short_name(dir);
@@ -311,6 +312,9 @@ TEST(SpecConfig, ParsesVllmJsonAndNamesBadFields) {
                 .disable_by_batch_size, 8);
   EXPECT_TRUE(parse_speculative_config(R"({"method":"mtp","num_speculative_tokens":2,"draft_lm_head":"int8"})").draft_int8);
   EXPECT_FALSE(parse_speculative_config(R"({"method":"mtp","num_speculative_tokens":2,"draft_lm_head":"bf16"})").draft_int8);
+  EXPECT_TRUE(parse_speculative_config(R"({"method":"mtp","num_speculative_tokens":2,"draft_layer":"int8"})").draft_layer_int8);
+  EXPECT_FALSE(parse_speculative_config(R"({"method":"mtp","num_speculative_tokens":2,"draft_layer":"bf16"})").draft_layer_int8);
+  EXPECT_FALSE(parse_speculative_config(R"({"method":"mtp","num_speculative_tokens":2,"draft_lm_head":"int8"})").draft_layer_int8);
   auto bad = [](const std::string& j, const std::string& needle) {
     try {
       parse_speculative_config(j);
@@ -329,6 +333,7 @@ TEST(SpecConfig, ParsesVllmJsonAndNamesBadFields) {
   bad(R"({"method": "mtp", "num_speculative_tokens": "2"})", "integer");
   bad(R"({"method": "mtp", "num_speculative_tokens": 2, "disable_by_batch_size": 0})", "disable_by_batch_size");
   bad(R"({"method": "mtp", "num_speculative_tokens": 2, "draft_lm_head": "int4"})", "draft_lm_head");
+  bad(R"({"method": "mtp", "num_speculative_tokens": 2, "draft_layer": 8})", "draft_layer");
 }
 
 }  // namespace

@@ -212,6 +212,32 @@ TEST(MemoryPlan, CensusOfAFixtureMatchesItsTensors) {
                                        cfg.text.head_dim * 4);
 }
 
+// With the MTP head (speculation) a sequence's share counts its verify buffers: at least
+// what a sequence holds after verifying 1 + 4 tokens (the most --speculative-config asks).
+TEST(MemoryPlan, PerSequenceCountsTheVerifyBuffers) {
+  const std::string dir = std::string(QINFER_FIXTURES_DIR) + "/text/qwen35moe-tiny-s1/bf16";
+  const ModelConfig cfg = load_config(dir);
+  const StateCensus plain = state_census(text_state_shape(cfg.text, false), 1024, cfg.text.hidden_size);
+  const StateCensus spec = state_census(text_state_shape(cfg.text, true), 1024, cfg.text.hidden_size);
+  LoadOptions o;
+  o.threads = 2;
+  o.load_mtp = true;
+  auto m = Model::load(dir, o);
+  auto s = m->new_sequence();
+  std::vector<int> ids = {1, 2, 3, 4, 5};
+  std::vector<float> logits(ids.size() * cfg.text.vocab_size);
+  m->forward({{s.get(), ids.data(), 5, logits.data(), true, nullptr, true}});
+  double held = 0;
+  for (int l = 0; l < s->shape().num_linear_layers; ++l) {
+    const DeltaNetState& d = s->delta(l);
+    held += static_cast<double>(d.spec_ssm.size() + d.spec_kv.size() + d.spec_g.size() + d.spec_beta.size() +
+                                d.spec_conv.size()) * sizeof(float);
+  }
+  EXPECT_GT(held, 0);
+  EXPECT_GE(spec.per_sequence - plain.per_sequence, held);
+  EXPECT_LT(spec.per_sequence - plain.per_sequence, 1.5 * held);
+}
+
 // MTP drafts with "draft_lm_head": "int8" make an int8 copy of the lm_head rows they
 // score on first use: the plan counts it (all rows, or draft_vocab of them), and not when
 // --dense int8 already made the lm_head int8 or when MTP is not loaded.
@@ -248,6 +274,36 @@ TEST(MemoryPlan, MtpInt8DraftHeadIsCounted) {
   EXPECT_NE(plan_for_options(*ck, cfg, o).refusal.find("the MTP drafts' int8 lm_head"), std::string::npos);
   o.draft_int8 = false;
   EXPECT_TRUE(plan_for_options(*ck, cfg, o).fits);
+}
+
+// "draft_layer": "int8" (LoadOptions::draft_layer_int8) loads the MTP layer re-encoded as
+// int8 in place of its BF16 copy: the plan counts the int8 bytes (as under --dense int8),
+// and they are what the loaded model holds.
+TEST(MemoryPlan, MtpInt8LayerIsCounted) {
+  const std::string dir = std::string(QINFER_FIXTURES_DIR) + "/text/qwen35moe-tiny-s1/bf16";
+  const ModelConfig cfg = load_config(dir);
+  auto ck = Checkpoint::open(dir);
+  const WeightCensus w = census_of(*ck, cfg, true, false);
+  ASSERT_GT(w.mtp, 0);
+  EXPECT_LT(w.mtp_int8, 0.6 * w.mtp);
+  EXPECT_GT(w.mtp_int8, 0.4 * w.mtp);
+  LoadOptions o;
+  o.load_mtp = true;
+  o.memory_budget = 64 * GB;
+  o.max_model_len = 4096;
+  o.experts = ExpertsPlacement::kResident;
+  const MemoryPlan bf16 = plan_for_options(*ck, cfg, o);
+  o.draft_layer_int8 = true;
+  const MemoryPlan int8 = plan_for_options(*ck, cfg, o);
+  EXPECT_DOUBLE_EQ(bf16.copied - int8.copied, w.mtp - w.mtp_int8);
+  o.threads = 2;
+  o.draft_layer_int8 = false;
+  const double bytes_bf16 = static_cast<double>(Model::load(dir, o)->weight_bytes());
+  o.draft_layer_int8 = true;
+  const double bytes_int8 = static_cast<double>(Model::load(dir, o)->weight_bytes());
+  // What the loaded MTP head shrank by is what the plan says, up to the norms (counted
+  // as stored, held as fp32).
+  EXPECT_NEAR(bytes_bf16 - bytes_int8, w.mtp - w.mtp_int8, 0.02 * (w.mtp - w.mtp_int8));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "golden.h"
+#include "ops/delta_rule.h"
 #include "util/error.h"
 
 namespace qinfer::test {
@@ -146,6 +147,65 @@ TEST_P(VerifyRollback, KeepsExactlyTheAcceptedPrefix) {
   }
 }
 
+// The recurrent states a verify pass and its rollback leave are bit for bit those of
+// the delta rule run one token at a time, in place (as decode runs it), from the state
+// before the step on the inputs the pass kept: after the pass (all tokens kept) and after
+// rollback(keep) for every keep, on every kernel path. (Decode itself may differ from a
+// verify pass in the last bits: its projections run one row instead of several.)
+TEST_P(VerifyRollback, RecurrentStatesAreThoseOfTokenByTokenDecoding) {
+  const std::string dir = GetParam();
+  Model& m = cached_model(dir);
+  Golden g(dir);
+  const int64_t V = m.config().text.vocab_size;
+  const std::vector<int> ids = g.i32("p0.input_ids"), greedy = g.i32("p0.greedy_tokens");
+  const int K = 3;
+  for (const std::string& path : kernel_paths()) {
+    SCOPED_TRACE("kernel path " + path);
+    KernelPathGuard kernels(path);
+    for (int keep = 1; keep <= K + 1; ++keep) {
+      auto s = m.new_sequence();
+      run(m, *s, ids, false);
+      const StateShape& sh = s->shape();
+      std::vector<std::vector<float>> before;
+      for (int l = 0; l < sh.num_linear_layers; ++l) before.push_back(s->delta(l).ssm);
+      std::vector<int> in(greedy.begin(), greedy.begin() + K + 1);
+      for (int t = keep; t <= K; ++t) in[t] = (greedy[t] + 11) % 500;
+      std::vector<float> logits((K + 1) * V);
+      m.forward({{s.get(), in.data(), K + 1, logits.data(), true, nullptr, true}});
+      // The delta rule of tokens 0..n-1 on the kept inputs, one call per token and head.
+      const int64_t nv = sh.value_heads, dk = sh.key_dim, dv = sh.value_dim, kdim = sh.key_heads * dk;
+      auto by_token = [&](int l, int n) {
+        std::vector<float> S = before[l], o(dv);
+        const DeltaNetState& d = s->delta(l);
+        for (int t = 0; t < n; ++t)
+          for (int64_t h = 0; h < nv; ++h) {
+            ops::DeltaRuleIO io;
+            io.T = 1;
+            io.dk = dk;
+            io.dv = dv;
+            io.k = d.spec_kv.data() + t * (kdim + nv * dv) + (h / (nv / sh.key_heads)) * dk;
+            io.q = io.k;
+            io.v = d.spec_kv.data() + t * (kdim + nv * dv) + kdim + h * dv;
+            io.g = d.spec_g.data() + t * nv + h;
+            io.beta = d.spec_beta.data() + t * nv + h;
+            io.o = o.data();
+            io.S = S.data() + h * dk * dv;
+            ops::delta_rule_recurrent(io);
+          }
+        return S;
+      };
+      std::vector<std::vector<float>> want;
+      for (int l = 0; l < sh.num_linear_layers; ++l) {
+        EXPECT_TRUE(s->delta(l).ssm == by_token(l, K + 1)) << short_name(dir) << " after the pass, layer " << l;
+        want.push_back(by_token(l, keep));
+      }
+      s->rollback(keep);
+      for (int l = 0; l < sh.num_linear_layers; ++l)
+        EXPECT_TRUE(s->delta(l).ssm == want[l]) << short_name(dir) << " keep " << keep << " layer " << l;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, VerifyRollback, ::testing::ValuesIn(fixture_dirs()),
                          [](const ::testing::TestParamInfo<std::string>& i) { return fixture_test_name(i.param); });
 
@@ -218,6 +278,45 @@ TEST(Mtp, CheaperDraftHeads) {
   EXPECT_THROW(m.forward_mtp({{s.get(), next.data(), hidden.data(), 1, logits.data(), false, nullptr, 0, true},
                               {m.new_sequence().get(), next.data(), hidden.data(), 1, logits.data(), false}}),
                Error);
+}
+
+// LoadOptions::draft_layer_int8: the MTP layer (fc, attention, experts, shared expert)
+// re-encoded as int8 at load. Its draft logits stay near the exact ones (the bar of
+// --dense int8 against golden, DenseInt8Golden; on these tiny random-weight fixtures a
+// flipped expert choice moves the logits most), its weights take fewer bytes, and the
+// main model is untouched (its logits and hidden states are bit for bit the same).
+TEST(Mtp, Int8DraftLayer) {
+  for (const std::string fx : {"qwen35moe-tiny-s1/bf16", "qwen35moe-tiny-s2/gptq"}) {
+    const std::string dir = fixtures_dir() + "/" + fx;
+    Model& exact = mtp_model(dir);
+    LoadOptions o;
+    o.threads = 2;
+    o.load_mtp = true;
+    o.draft_layer_int8 = true;
+    auto q = Model::load(dir, o);
+    ASSERT_TRUE(q->has_mtp());
+    EXPECT_LT(q->weight_bytes(), exact.weight_bytes()) << fx;
+    Golden g(dir);
+    const int64_t V = exact.config().text.vocab_size, H = exact.config().text.hidden_size;
+    for (int p = 0; p < g.num_prompts(); ++p) {
+      const std::string pre = "p" + std::to_string(p) + ".";
+      const std::vector<int> ids = g.i32(pre + "input_ids"), next = g.i32(pre + "mtp_input_ids");
+      const int64_t T = static_cast<int64_t>(ids.size());
+      std::vector<float> le(T * V), he(T * H), lq(T * V), hq(T * H), me(T * V), mq(T * V);
+      auto se = exact.new_sequence(), sq = q->new_sequence();
+      exact.forward({{se.get(), ids.data(), T, le.data(), true, he.data()}});
+      q->forward({{sq.get(), ids.data(), T, lq.data(), true, hq.data()}});
+      EXPECT_EQ(lq, le) << fx << " p" << p << ": the main model's logits";
+      EXPECT_EQ(hq, he) << fx << " p" << p << ": the main model's hidden states";
+      exact.forward_mtp({{se.get(), next.data(), he.data(), T, me.data(), true}});
+      q->forward_mtp({{sq.get(), next.data(), hq.data(), T, mq.data(), true}});
+      const Diff d = compare(mq.data(), me.data(), me.size());
+      std::printf("  %-28s p%d int8 MTP layer vs exact: rel-L2 %.3e max-abs %.3e\n", fx.c_str(), p, d.rel_l2,
+                  d.max_abs);
+      EXPECT_LT(d.rel_l2, 0.25) << fx << " p" << p;
+      EXPECT_GT(d.max_abs, 0.0) << fx << " p" << p << ": the int8 layer is a different encoding";
+    }
+  }
 }
 
 }  // namespace

@@ -103,6 +103,51 @@ TEST(DeltaRule, EveryPathMatchesScalarTwins) {
   }
 }
 
+// Out of place (S_in): the same bits as in place, S_in untouched, on every path and for
+// both forms (a speculative verify runs it out of place, decode in place, and a rollback
+// replays in place: greedy speculation relies on their bits being equal).
+TEST(DeltaRule, OutOfPlaceIsInPlaceBitForBit) {
+  uint32_t seed = 90;
+  for (const std::string& path : detail::seq_kernel_paths()) {
+    const detail::SeqKernelTable& kt = *detail::seq_kernels_for(path);
+    for (const Dims& d : kDims) {
+      const Inputs in(d.T, d.dk, d.dv, seed++);
+      const Result want = recurrent(kt, in);
+      Result got;
+      std::vector<float> scratch;
+      DeltaRuleIO io = in.io(got.o, scratch);
+      const std::vector<float> before = in.S0;
+      got.S.assign(d.dk * d.dv, NAN);
+      io.S_in = before.data();
+      io.S = got.S.data();
+      std::vector<float> work(detail::delta_work_floats(in.dk, in.dv, 0));
+      kt.delta_recurrent(io, work.data());
+      EXPECT_TRUE(got.S == want.S) << path << " recurrent T " << d.T << " dk " << d.dk << " dv " << d.dv;
+      EXPECT_TRUE(got.o == want.o) << path << " recurrent T " << d.T << " dk " << d.dk << " dv " << d.dv;
+      EXPECT_TRUE(before == in.S0) << path << ": S_in was written";
+    }
+  }
+  // The entry points: recurrent out of place, chunked (copies S_in first), overlap refused.
+  const Inputs in(40, 16, 24, 7);
+  Result a, b;
+  std::vector<float> s1, s2;
+  DeltaRuleIO io = in.io(a.o, a.S);
+  delta_rule_chunked(io, 16);
+  DeltaRuleIO oop = in.io(b.o, s1);
+  s2.assign(in.dk * in.dv, NAN);
+  oop.S_in = s1.data();
+  oop.S = s2.data();
+  delta_rule_chunked(oop, 16);
+  EXPECT_TRUE(s2 == a.S);
+  EXPECT_TRUE(b.o == a.o);
+  std::vector<float> big(3 * in.dk * in.dv, 0.0f);
+  oop.S_in = big.data();
+  oop.S = big.data() + 5;
+  EXPECT_THROW(delta_rule_recurrent(oop), Error);
+  oop.S = big.data() + in.dk * in.dv;   // adjacent: fine
+  EXPECT_NO_THROW(delta_rule_recurrent(oop));
+}
+
 TEST(DeltaRule, ChunkedEqualsRecurrent) {
   uint32_t seed = 50;
   for (const std::string& path : detail::seq_kernel_paths()) {
