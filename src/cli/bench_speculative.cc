@@ -67,6 +67,7 @@ void bench_speculative(Model& m, int K, int rounds, int64_t draft_vocab, bool dr
   const bool cheap = draft_vocab > 0 || draft_int8;   // a cheaper draft head than the full lm_head
   auto draft_step = [&](SequenceState* s, const int* tok, const float* h, int64_t n) {
     Model::MtpStep ms{s, tok, h, n, logits.data(), false, mh.data()};
+    ms.last_only = true;   // the last row's logits and MTP hidden (the others update the cache)
     ms.vocab_limit = draft_vocab;
     ms.int8_head = draft_int8;
     m.forward_mtp({ms});
@@ -115,7 +116,7 @@ void bench_speculative(Model& m, int K, int rounds, int64_t draft_vocab, bool dr
     next.push_back(tok(rng));
     s.rewind_mtp(s.n_tokens() - (j + 1));
     draft_step(&s, next.data(), hidden.data(), j + 1);
-    std::vector<float> last(mh.begin() + j * H, mh.begin() + (j + 1) * H);
+    std::vector<float> last(mh.begin(), mh.begin() + H);
     for (int d = 1; d < k; ++d) {
       const int dt = tok(rng);
       draft_step(&s, &dt, last.data(), 1);

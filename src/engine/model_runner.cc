@@ -62,9 +62,10 @@ class MtpDraftSource : public DraftSource {
       ms.logits = q.k > 0 ? logits_.data() + r * V : nullptr;
       ms.vocab_limit = limit_;
       ms.int8_head = int8_;
-      if (q.k > 1) {
-        hid_[r].resize(q.n * H);
+      if (q.k > 1) {   // the last row's MTP hidden feeds the next draft step
+        hid_[r].resize(H);
         ms.out_hidden = hid_[r].data();
+        ms.last_only = true;
       }
       steps.push_back(ms);
     }
@@ -73,7 +74,7 @@ class MtpDraftSource : public DraftSource {
     for (size_t r = 0; r < R; ++r) {
       if (reqs[r].k < 1) continue;
       reqs[r].drafts.push_back(argmax_row(logits_.data() + r * V, V));
-      if (reqs[r].k > 1) last[r].assign(hid_[r].end() - H, hid_[r].end());
+      if (reqs[r].k > 1) last[r] = hid_[r];
     }
     for (int i = 1;; ++i) {
       steps.clear();

@@ -34,6 +34,11 @@ void deltanet_forward(const TextConfig& tc, const DeltaNetWeights& w, int cache_
 void attention_forward(const TextConfig& tc, const AttentionWeights& w, const float* inv_freq, const float* U,
                        int64_t N, const std::vector<Span>& spans, const std::vector<KvCache*>& caches, float* out,
                        Arena& ar);
+// Only the cache part of attention_forward: the rows' keys (k_norm, rotary) and values
+// appended to each span's cache (rows whose attention output nobody reads: the MTP
+// head's rows that only bring its cache up to date).
+void attention_write_kv(const TextConfig& tc, const AttentionWeights& w, const float* inv_freq, const float* U,
+                        int64_t N, const std::vector<Span>& spans, const std::vector<KvCache*>& caches, Arena& ar);
 
 // Sees the inputs of each routed expert's products during moe_forward (the GPTQ
 // quantizer builds per-expert Hessians from them). Called on the calling thread,

@@ -264,6 +264,7 @@ void Model::forward_mtp(const std::vector<MtpStep>& steps) {
     if (!st.next_tokens || !st.hidden || st.n < 1) fail("forward_mtp: step ", s, " is missing tokens or hidden states");
     const int64_t pos0 = st.state->mtp_tokens();
     check_tokens("forward_mtp", s, st.next_tokens, st.n, pos0, V, max_context());
+    if (st.last_only && st.all_logits) fail("forward_mtp: step ", s, " asks for all_logits and last_only");
     spans.push_back({st.state, N, st.n, pos0});
     outs.push_back({st.logits, st.all_logits, st.out_hidden});
     N += st.n;
@@ -305,25 +306,46 @@ void Model::forward_mtp(const std::vector<MtpStep>& steps) {
     }
   std::vector<float> X(N * H);
   m.fc.apply(c.data(), N, X.data());
-  std::vector<KvCache*> caches;
-  for (const auto& sp : spans) caches.push_back(&sp.state->mtp_kv(0));
-  model::decoder_layer(tc, m.layer, w_->inv_freq.data(), X.data(), N, spans, caches, nullptr, *arena_);
-  for (const auto& sp : spans) sp.state->advance_mtp(sp.n);
-  // Only the steps that want logits (or the MTP hidden) go through the head.
-  std::vector<model::Span> hs;
-  std::vector<StepOutputs> ho;
-  std::vector<float> hx;
-  int64_t hn = 0;
+  // Per step, its first `skip` rows only update the cache (their outputs are not asked for).
+  std::vector<model::Span> kv_spans, run_spans;
+  std::vector<KvCache*> kv_caches, run_caches;
+  std::vector<float> kv_u, run_x;
   for (size_t s = 0; s < spans.size(); ++s) {
-    if (!outs[s].logits && !outs[s].hidden) continue;
     const model::Span& sp = spans[s];
-    hx.insert(hx.end(), X.begin() + sp.begin * H, X.begin() + (sp.begin + sp.n) * H);
-    hs.push_back({sp.state, hn, sp.n, sp.pos0});
-    ho.push_back(outs[s]);
-    hn += sp.n;
+    const MtpStep& st = steps[s];
+    const bool every_row = st.all_logits || (st.out_hidden && !st.last_only);
+    const int64_t skip = every_row ? 0 : st.logits || st.out_hidden ? sp.n - 1 : sp.n;
+    if (skip > 0) {
+      kv_spans.push_back({sp.state, static_cast<int64_t>(kv_u.size()) / H, skip, sp.pos0});
+      kv_caches.push_back(&sp.state->mtp_kv(0));
+      kv_u.resize(kv_u.size() + skip * H);
+      ops::rmsnorm_rows(X.data() + sp.begin * H, m.layer.input_norm.data(), skip, H, eps,
+                        kv_u.data() + kv_u.size() - skip * H);
+    }
+    if (skip < sp.n) {
+      run_spans.push_back({sp.state, static_cast<int64_t>(run_x.size()) / H, sp.n - skip, sp.pos0 + skip});
+      run_caches.push_back(&sp.state->mtp_kv(0));
+      run_x.insert(run_x.end(), X.begin() + (sp.begin + skip) * H, X.begin() + (sp.begin + sp.n) * H);
+    }
   }
-  if (hs.empty()) return;
-  final_norm_and_lm_head(tc, m.norm, *lm, hx.data(), hs, ho, nullptr);
+  if (!kv_spans.empty()) {   // before the other rows, which attend to these
+    arena_->reset();
+    model::attention_write_kv(tc, m.layer.attn, w_->inv_freq.data(), kv_u.data(),
+                              static_cast<int64_t>(kv_u.size()) / H, kv_spans, kv_caches, *arena_);
+  }
+  if (!run_spans.empty())
+    model::decoder_layer(tc, m.layer, w_->inv_freq.data(), run_x.data(), static_cast<int64_t>(run_x.size()) / H,
+                         run_spans, run_caches, nullptr, *arena_);
+  for (const auto& sp : spans) sp.state->advance_mtp(sp.n);
+  // The rows that ran the layer go through the head (each step's that asked for outputs).
+  std::vector<StepOutputs> ho;
+  for (size_t s = 0, r = 0; s < spans.size(); ++s)
+    if (r < run_spans.size() && run_spans[r].state == spans[s].state) {
+      ho.push_back(outs[s]);
+      ++r;
+    }
+  if (run_spans.empty()) return;
+  final_norm_and_lm_head(tc, m.norm, *lm, run_x.data(), run_spans, ho, nullptr);
 }
 
 }  // namespace qinfer

@@ -117,7 +117,13 @@ class Model {
     bool int8_head = false;               // score with an int8 copy of the lm_head (per-row scale, made on
                                           // first use; the lm_head itself when it is int8 already); the same
                                           // in every step
+    bool last_only = false;               // outputs of the last row only (logits [1][vocab], out_hidden
+                                          // [1][hidden]; not with all_logits)
   };
+  // Rows whose outputs are not asked for (all rows of a step without logits and
+  // out_hidden; all but the last with last_only, or with logits only) only bring the MTP
+  // cache up to date: their keys and values are written, the rest of the layer (queries,
+  // attention, MoE) and the head run for the other rows only.
   void forward_mtp(const std::vector<MtpStep>& steps);
 
   // The vision tower (null: the checkpoint has none, or LoadOptions::load_vision was off).

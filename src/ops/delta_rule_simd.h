@@ -10,12 +10,17 @@ inline void axpy_v(float a, const float* x, int64_t n, float* y) {
   for (; j < n; ++j) y[j] += a * x[j];
 }
 
-// Per token, two passes over S: u = beta (v - e^g Sᵀk) reads S (the decay is
-// applied to the product, not the state), then S <- e^g S + k uᵀ and o = Sᵀq
-// in one read-modify-write pass (token 0 reads S_in when set). work: dv floats.
-void delta_recurrent_simd(const DeltaRuleIO& io, float* u) {
+// Per token: u = beta (v - e^g Sᵀk) (the decay applied to the product, not the
+// state), then S <- e^g S + k uᵀ and o = Sᵀq in one read-modify-write pass (token 0
+// reads S_in when set). The product Sᵀk is a pass of its own for the first token
+// only: each later token's is summed by the previous token's update pass from the
+// rows it writes (the same products in the same order as a pass of their own: the
+// same bits as T calls of one token). work: 2 dv floats.
+void delta_recurrent_simd(const DeltaRuleIO& io, float* work) {
   const int64_t dk = io.dk, dv = io.dv;
   float* S = io.S;
+  float* u = work;        // this token's Sᵀk, then its update vector
+  float* un = work + dv;  // the next token's Sᵀk
   for (int64_t t = 0; t < io.T; ++t) {
     const float* src = t == 0 && io.S_in ? io.S_in : S;   // the state before token t
     const float* q = io.q + t * io.q_stride;
@@ -23,17 +28,42 @@ void delta_recurrent_simd(const DeltaRuleIO& io, float* u) {
     const float* v = io.v + t * io.v_stride;
     const float decay = sexp(io.g[t * io.gb_stride]);
     const float beta = io.beta[t * io.gb_stride];
-    for (int64_t j = 0; j < dv; ++j) u[j] = 0.0f;
-    for (int64_t i = 0; i < dk; ++i) axpy_v(k[i], src + i * dv, dv, u);
+    if (t == 0) {
+      for (int64_t j = 0; j < dv; ++j) u[j] = 0.0f;
+      for (int64_t i = 0; i < dk; ++i) axpy_v(k[i], src + i * dv, dv, u);
+    } else {
+      std::swap(u, un);
+    }
     for (int64_t j = 0; j < dv; ++j) u[j] = beta * (v[j] - decay * u[j]);
     float* o = io.o + t * io.o_stride;
     for (int64_t j = 0; j < dv; ++j) o[j] = 0.0f;
+    const bool next = t + 1 < io.T;
+    const float* kn = next ? io.k + (t + 1) * io.k_stride : nullptr;
+    if (next)
+      for (int64_t j = 0; j < dv; ++j) un[j] = 0.0f;
     const V::T dec = V::set1(decay);
     for (int64_t i = 0; i < dk; ++i) {
       const float* in = src + i * dv;
       float* row = S + i * dv;
       const float ki = k[i], qi = q[i];
       const V::T kv = V::set1(ki), qv = V::set1(qi);
+      if (next) {   // as axpy_v(kn[i], row, dv, un) after the row is written
+        const V::T knv = V::set1(kn[i]);
+        int64_t j = 0;
+        for (; j + V::W <= dv; j += V::W) {
+          const V::T s = V::fma(kv, V::load(u + j), V::mul(dec, V::load(in + j)));
+          V::store(row + j, s);
+          V::store(o + j, V::fma(qv, s, V::load(o + j)));
+          V::store(un + j, V::fma(knv, s, V::load(un + j)));
+        }
+        for (; j < dv; ++j) {
+          const float s = decay * in[j] + ki * u[j];
+          row[j] = s;
+          o[j] += qi * s;
+        }
+        for (j = dv - dv % V::W; j < dv; ++j) un[j] += kn[i] * row[j];
+        continue;
+      }
       int64_t j = 0;
       for (; j + V::W <= dv; j += V::W) {
         const V::T s = V::fma(kv, V::load(u + j), V::mul(dec, V::load(in + j)));

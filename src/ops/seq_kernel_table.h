@@ -56,7 +56,7 @@ inline int64_t attend_packed_work_floats(int64_t items, int64_t head_dim) {
 
 // Scratch floats the delta rule needs (chunk size C; C = 0 for the recurrent form).
 inline int64_t delta_work_floats(int64_t dk, int64_t dv, int64_t C) {
-  if (C <= 0) return dv;
+  if (C <= 0) return 2 * dv;
   return 2 * C + 3 * C * dv + 2 * C * C + 2 * C * dk;
 }
 

@@ -148,6 +148,36 @@ TEST(DeltaRule, OutOfPlaceIsInPlaceBitForBit) {
   EXPECT_NO_THROW(delta_rule_recurrent(oop));
 }
 
+// T tokens in one recurrent call (a verify pass; the SIMD paths sum each later token's
+// Sᵀk inside the previous token's update pass) give the bits of T calls of one token
+// (decode), on every path, for awkward value dims (vector tails).
+TEST(DeltaRule, RecurrentTokensAtOnceAreTokensOneByOne) {
+  uint32_t seed = 120;
+  for (const std::string& path : detail::seq_kernel_paths()) {
+    const detail::SeqKernelTable& kt = *detail::seq_kernels_for(path);
+    for (const Dims& d : kDims) {
+      const Inputs in(std::min<int64_t>(d.T, 9), d.dk, d.dv, seed++);
+      const Result all = recurrent(kt, in);
+      Result one;
+      DeltaRuleIO io = in.io(one.o, one.S);
+      std::vector<float> work(detail::delta_work_floats(in.dk, in.dv, 0));
+      for (int64_t t = 0; t < in.T; ++t) {
+        DeltaRuleIO step = io;
+        step.T = 1;
+        step.q = io.q + t * io.q_stride;
+        step.k = io.k + t * io.k_stride;
+        step.v = io.v + t * io.v_stride;
+        step.g = io.g + t;
+        step.beta = io.beta + t;
+        step.o = io.o + t * io.o_stride;
+        kt.delta_recurrent(step, work.data());
+      }
+      EXPECT_TRUE(all.S == one.S) << path << " T " << in.T << " dk " << d.dk << " dv " << d.dv;
+      EXPECT_TRUE(all.o == one.o) << path << " T " << in.T << " dk " << d.dk << " dv " << d.dv;
+    }
+  }
+}
+
 TEST(DeltaRule, ChunkedEqualsRecurrent) {
   uint32_t seed = 50;
   for (const std::string& path : detail::seq_kernel_paths()) {
