@@ -10,6 +10,71 @@ inline void axpy_v(float a, const float* x, int64_t n, float* y) {
   for (; j < n; ++j) y[j] += a * x[j];
 }
 
+// The update pass of one token on value columns [j0, j0 + NB * W): for every key
+// row i, S[i] <- e^g S_in[i] + k_i u, o += q_i S[i] and (Next) un += kn_i S[i]. The
+// o and un columns stay in registers over all rows (summed over i in ascending order
+// with one FMA each, as a pass per row of memory-held sums would: the same bits).
+constexpr int kDeltaCols = V::W == 16 ? 8 : 4;   // vectors of columns per block
+template <int NB, bool Next>
+inline void delta_update_cols(const DeltaRuleIO& io, const float* src, float* S, int64_t j0, const float* k,
+                              const float* q, const float* kn, const float* u, V::T dec, float* o, float* un) {
+  const int64_t dk = io.dk, dv = io.dv;
+  V::T oa[NB], na[NB];
+  QINFER_UNROLL
+  for (int b = 0; b < NB; ++b) oa[b] = na[b] = V::zero();
+  for (int64_t i = 0; i < dk; ++i) {
+    const V::T kv = V::set1(k[i]), qv = V::set1(q[i]);
+    const V::T knv = V::set1(Next ? kn[i] : 0.0f);
+    const float* in = src + i * dv + j0;
+    float* row = S + i * dv + j0;
+    QINFER_UNROLL
+    for (int b = 0; b < NB; ++b) {
+      const V::T s = V::fma(kv, V::load(u + j0 + b * V::W), V::mul(dec, V::load(in + b * V::W)));
+      V::store(row + b * V::W, s);
+      oa[b] = V::fma(qv, s, oa[b]);
+      if constexpr (Next) na[b] = V::fma(knv, s, na[b]);
+    }
+  }
+  QINFER_UNROLL
+  for (int b = 0; b < NB; ++b) {
+    V::store(o + j0 + b * V::W, oa[b]);
+    if constexpr (Next) V::store(un + j0 + b * V::W, na[b]);
+  }
+}
+
+template <bool Next>
+inline void delta_update(const DeltaRuleIO& io, const float* src, float* S, const float* k, const float* q,
+                         const float* kn, const float* u, float decay, float* o, float* un) {
+  const int64_t dk = io.dk, dv = io.dv;
+  const V::T dec = V::set1(decay);
+  int64_t j = 0;
+  for (; j + kDeltaCols * V::W <= dv; j += kDeltaCols * V::W)
+    delta_update_cols<kDeltaCols, Next>(io, src, S, j, k, q, kn, u, dec, o, un);
+  const int64_t rest = (dv - j) / V::W;
+  for_count<kDeltaCols - 1>(rest, [&](auto nb) {
+    delta_update_cols<decltype(nb)::value, Next>(io, src, S, j, k, q, kn, u, dec, o, un);
+  });
+  j += rest * V::W;
+  if (j == dv) return;
+  // The last dv % W columns, one value at a time (the same order over i).
+  for (int64_t c = j; c < dv; ++c) {
+    o[c] = 0.0f;
+    if (Next) un[c] = 0.0f;
+  }
+  for (int64_t i = 0; i < dk; ++i) {
+    const float* in = src + i * dv;
+    float* row = S + i * dv;
+    const float ki = k[i], qi = q[i];
+    for (int64_t c = j; c < dv; ++c) {
+      const float s = decay * in[c] + ki * u[c];
+      row[c] = s;
+      o[c] += qi * s;
+    }
+    if (Next)
+      for (int64_t c = j; c < dv; ++c) un[c] += kn[i] * row[c];
+  }
+}
+
 // Per token: u = beta (v - e^g Sᵀk) (the decay applied to the product, not the
 // state), then S <- e^g S + k uᵀ and o = Sᵀq in one read-modify-write pass (token 0
 // reads S_in when set). The product Sᵀk is a pass of its own for the first token
@@ -36,46 +101,8 @@ void delta_recurrent_simd(const DeltaRuleIO& io, float* work) {
     }
     for (int64_t j = 0; j < dv; ++j) u[j] = beta * (v[j] - decay * u[j]);
     float* o = io.o + t * io.o_stride;
-    for (int64_t j = 0; j < dv; ++j) o[j] = 0.0f;
-    const bool next = t + 1 < io.T;
-    const float* kn = next ? io.k + (t + 1) * io.k_stride : nullptr;
-    if (next)
-      for (int64_t j = 0; j < dv; ++j) un[j] = 0.0f;
-    const V::T dec = V::set1(decay);
-    for (int64_t i = 0; i < dk; ++i) {
-      const float* in = src + i * dv;
-      float* row = S + i * dv;
-      const float ki = k[i], qi = q[i];
-      const V::T kv = V::set1(ki), qv = V::set1(qi);
-      if (next) {   // as axpy_v(kn[i], row, dv, un) after the row is written
-        const V::T knv = V::set1(kn[i]);
-        int64_t j = 0;
-        for (; j + V::W <= dv; j += V::W) {
-          const V::T s = V::fma(kv, V::load(u + j), V::mul(dec, V::load(in + j)));
-          V::store(row + j, s);
-          V::store(o + j, V::fma(qv, s, V::load(o + j)));
-          V::store(un + j, V::fma(knv, s, V::load(un + j)));
-        }
-        for (; j < dv; ++j) {
-          const float s = decay * in[j] + ki * u[j];
-          row[j] = s;
-          o[j] += qi * s;
-        }
-        for (j = dv - dv % V::W; j < dv; ++j) un[j] += kn[i] * row[j];
-        continue;
-      }
-      int64_t j = 0;
-      for (; j + V::W <= dv; j += V::W) {
-        const V::T s = V::fma(kv, V::load(u + j), V::mul(dec, V::load(in + j)));
-        V::store(row + j, s);
-        V::store(o + j, V::fma(qv, s, V::load(o + j)));
-      }
-      for (; j < dv; ++j) {
-        const float s = decay * in[j] + ki * u[j];
-        row[j] = s;
-        o[j] += qi * s;
-      }
-    }
+    if (t + 1 < io.T) delta_update<true>(io, src, S, k, q, io.k + (t + 1) * io.k_stride, u, decay, o, un);
+    else delta_update<false>(io, src, S, k, q, nullptr, u, decay, o, nullptr);
   }
 }
 
