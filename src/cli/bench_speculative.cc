@@ -42,7 +42,7 @@ double median(std::vector<double> v) {
 
 void bench_speculative(Model& m, int K, int rounds, int64_t draft_vocab, bool draft_int8, bool layer_int8) {
   if (!m.has_mtp()) fail("bench --speculative: the checkpoint has no mtp.* tensors (synth it with --mtp)");
-  if (K < 1 || K > 4) fail("--speculative must be 1..4, got ", K);
+  if (K < 1 || K > Model::kMaxDraftTokens) fail("--speculative must be 1..", Model::kMaxDraftTokens, ", got ", K);
   const TextConfig& t = m.config().text;
   const int64_t V = t.vocab_size, H = t.hidden_size;
   if (draft_vocab < 0 || draft_vocab > V) fail("--draft-vocab must be 0..", V);

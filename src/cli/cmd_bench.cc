@@ -134,7 +134,8 @@ int cmd_bench(int argc, char** argv) {
   if (lo.threads > 0) ThreadPool::set_global_threads(lo.threads);  // before the bandwidth probe
   lo.resident_dense = !a.has("mmap-dense");
   const int speculative = static_cast<int>(a.get_int("speculative", 0));
-  if (a.has("speculative") && (speculative < 1 || speculative > 4)) fail("--speculative must be 1..4, got ", speculative);
+  if (a.has("speculative") && (speculative < 1 || speculative > Model::kMaxDraftTokens))
+    fail("--speculative must be 1..", Model::kMaxDraftTokens, ", got ", speculative);
   const int64_t draft_vocab = a.get_int("draft-vocab", 0);
   lo.load_mtp = speculative > 0;
   lo.draft_int8 = speculative > 0 && a.has("draft-int8");

@@ -4,10 +4,20 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/model.h"
 #include "util/error.h"
 #include "util/log.h"
 
 namespace qinfer::engine {
+
+namespace {
+// A draft-weights key: "int8" (an int8 copy) or "bf16" (the checkpoint's own); true for int8.
+bool int8_or_bf16(const nlohmann::json& v, const std::string& key) {
+  if (!v.is_string() || (v.get<std::string>() != "int8" && v.get<std::string>() != "bf16"))
+    fail("--speculative-config: \"", key, "\" must be \"int8\" or \"bf16\" (the checkpoint's own)");
+  return v.get<std::string>() == "int8";
+}
+}  // namespace
 
 SpeculativeOptions parse_speculative_config(const std::string& text) {
   nlohmann::json j;
@@ -29,7 +39,8 @@ SpeculativeOptions parse_speculative_config(const std::string& text) {
     } else if (key == "num_speculative_tokens") {
       if (!v.is_number_integer()) fail("--speculative-config: \"num_speculative_tokens\" must be an integer");
       const int64_t k = v.get<int64_t>();
-      if (k < 1 || k > 4) fail("--speculative-config: \"num_speculative_tokens\" must be 1..4, got ", k);
+      if (k < 1 || k > Model::kMaxDraftTokens)
+        fail("--speculative-config: \"num_speculative_tokens\" must be 1..", Model::kMaxDraftTokens, ", got ", k);
       o.num_speculative_tokens = static_cast<int>(k);
     } else if (key == "disable_by_batch_size") {
       if (v.is_null()) continue;
@@ -41,19 +52,16 @@ SpeculativeOptions parse_speculative_config(const std::string& text) {
         fail("--speculative-config: \"draft_vocab_size\" must be a positive integer");
       o.draft_vocab_size = v.get<int64_t>();
     } else if (key == "draft_lm_head") {
-      if (!v.is_string() || (v.get<std::string>() != "int8" && v.get<std::string>() != "bf16"))
-        fail("--speculative-config: \"draft_lm_head\" must be \"int8\" or \"bf16\" (the checkpoint's own)");
-      o.draft_int8 = v.get<std::string>() == "int8";
+      o.draft_int8 = int8_or_bf16(v, key);
     } else if (key == "draft_layer") {
-      if (!v.is_string() || (v.get<std::string>() != "int8" && v.get<std::string>() != "bf16"))
-        fail("--speculative-config: \"draft_layer\" must be \"int8\" or \"bf16\" (the checkpoint's own)");
-      o.draft_layer_int8 = v.get<std::string>() == "int8";
+      o.draft_layer_int8 = int8_or_bf16(v, key);
     } else {
       log_warn("--speculative-config: key \"", key, "\" is not used by this engine; ignored");
     }
   }
   if (o.method.empty()) fail("--speculative-config: \"method\" is missing (use \"mtp\")");
-  if (o.num_speculative_tokens == 0) fail("--speculative-config: \"num_speculative_tokens\" is missing (1..4)");
+  if (o.num_speculative_tokens == 0)
+    fail("--speculative-config: \"num_speculative_tokens\" is missing (1..", Model::kMaxDraftTokens, ")");
   return o;
 }
 

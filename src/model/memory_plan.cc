@@ -26,8 +26,10 @@ bool kept_as_stored(const std::string& n) {
          ends_with(n, "in_proj_a.weight") || ends_with(n, "in_proj_b.weight");
 }
 
+// A matrix (or a stack of them: fused experts) re-encoded as int8 codes + an fp32 scale per row.
 double int8_bytes(const TensorInfo& t) {
-  return static_cast<double>(t.shape[0]) * static_cast<double>(t.shape[1]) + 4.0 * static_cast<double>(t.shape[0]);
+  const double n = static_cast<double>(t.numel());
+  return n + 4.0 * n / static_cast<double>(t.shape.back());
 }
 
 std::string gb(double b) {
@@ -155,10 +157,9 @@ WeightCensus census_of(const Checkpoint& ck, const ModelConfig& cfg, bool load_m
     } else if (starts_with(name, "mtp.")) {
       if (load_mtp && tc.mtp_num_hidden_layers > 0) {
         w.mtp += b;
-        // Re-encoded: 2-D matrices and 3-D fused expert stacks as int8 codes + fp32 row scales.
+        // Re-encoded: 2-D matrices and 3-D fused expert stacks.
         const bool matrix = (t.shape.size() == 2 || t.shape.size() == 3) && !kept_as_stored(name);
-        w.mtp_int8 += matrix ? static_cast<double>(t.numel()) + 4.0 * static_cast<double>(t.numel() / t.shape.back())
-                             : b;
+        w.mtp_int8 += matrix ? int8_bytes(t) : b;
       }
     } else if (ends_with(name, "embed_tokens.weight")) {
       w.embed += b;
@@ -206,8 +207,8 @@ StateCensus state_census(const StateShape& sh, int64_t model_max_len, int64_t hi
                    static_cast<double>(sh.conv_rows * sh.conv_dim + sh.ssm_size) * sizeof(float);
   if (sh.num_mtp_layers > 0) {
     // A speculating sequence's verify buffers (DeltaNetState::spec_*), for the most
-    // tokens a step verifies: 1 + num_speculative_tokens (at most 4).
-    constexpr int64_t kVerifyTokens = 5;
+    // tokens a step verifies: 1 + num_speculative_tokens.
+    constexpr int64_t kVerifyTokens = 1 + Model::kMaxDraftTokens;
     const int64_t kv = sh.key_heads * sh.key_dim + sh.value_heads * sh.value_dim;
     s.per_sequence += static_cast<double>(sh.num_linear_layers) *
                       static_cast<double>(sh.ssm_size + kVerifyTokens * (kv + 2 * sh.value_heads) +

@@ -310,6 +310,7 @@ void Model::forward_mtp(const std::vector<MtpStep>& steps) {
   std::vector<model::Span> kv_spans, run_spans;
   std::vector<KvCache*> kv_caches, run_caches;
   std::vector<float> kv_u, run_x;
+  std::vector<StepOutputs> run_outs;
   for (size_t s = 0; s < spans.size(); ++s) {
     const model::Span& sp = spans[s];
     const MtpStep& st = steps[s];
@@ -326,6 +327,7 @@ void Model::forward_mtp(const std::vector<MtpStep>& steps) {
       run_spans.push_back({sp.state, static_cast<int64_t>(run_x.size()) / H, sp.n - skip, sp.pos0 + skip});
       run_caches.push_back(&sp.state->mtp_kv(0));
       run_x.insert(run_x.end(), X.begin() + (sp.begin + skip) * H, X.begin() + (sp.begin + sp.n) * H);
+      run_outs.push_back(outs[s]);
     }
   }
   if (!kv_spans.empty()) {   // before the other rows, which attend to these
@@ -338,14 +340,8 @@ void Model::forward_mtp(const std::vector<MtpStep>& steps) {
                          run_spans, run_caches, nullptr, *arena_);
   for (const auto& sp : spans) sp.state->advance_mtp(sp.n);
   // The rows that ran the layer go through the head (each step's that asked for outputs).
-  std::vector<StepOutputs> ho;
-  for (size_t s = 0, r = 0; s < spans.size(); ++s)
-    if (r < run_spans.size() && run_spans[r].state == spans[s].state) {
-      ho.push_back(outs[s]);
-      ++r;
-    }
   if (run_spans.empty()) return;
-  final_norm_and_lm_head(tc, m.norm, *lm, run_x.data(), run_spans, ho, nullptr);
+  final_norm_and_lm_head(tc, m.norm, *lm, run_x.data(), run_spans, run_outs, nullptr);
 }
 
 }  // namespace qinfer

@@ -88,6 +88,9 @@ class Model {
     int64_t rope_delta = 0;
   };
   static constexpr int64_t kMaxVerifyTokens = 16;
+  // The most drafts speculative decoding verifies per step (--speculative-config's
+  // num_speculative_tokens; the memory plan sizes each sequence's verify buffers for 1 + this).
+  static constexpr int kMaxDraftTokens = 4;
   // Runs all steps as one batched call: the tokens of all sequences go through
   // each weight product together; the sequence-dependent work (attention over its
   // cache, delta rule) runs per sequence. Each state may appear at most once.

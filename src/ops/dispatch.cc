@@ -382,6 +382,13 @@ std::unique_ptr<E, decltype(&std::free)> probe_matrix(int64_t rows, int64_t cols
   return buf;
 }
 
+// A probe's activation rows: n values -3..3.
+std::vector<float> probe_activations(int64_t n) {
+  std::vector<float> x(n);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) - 3.0f;
+  return x;
+}
+
 // Best time of each of `count` candidates (run(c) times candidate c) over 4
 // alternating rounds after one warm-up round (page faults, thread wake-up).
 template <class Run>
@@ -493,8 +500,8 @@ Bf16Kernel bf16_probe(const KernelTable& t, bool panel) {
   const bool scalar = &t == &detail::scalar_kernels();
   const int64_t rows = panel ? (scalar ? 64 : 512) : scalar ? 1024 : 16384, cols = 2048, n = panel ? 64 : 1;
   const auto w = bf16_probe_weights(rows, cols);
-  std::vector<float> x(n * cols), y(n * rows);
-  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) - 3.0f;
+  const std::vector<float> x = probe_activations(n * cols);
+  std::vector<float> y(n * rows);
   const DenseMatrix W = dense_view(WType::BF16, w.get(), rows, cols);
   const KernelProbe p = probe_kernels(
       cand.size(), [&](size_t c) { bf16_exact_product(t, cand[c], W, x.data(), n, y.data(), dense_work(W, n)); },
@@ -518,8 +525,8 @@ Bf16Kernel bf16_probe(const KernelTable& t, bool panel) {
 DotRows dot_rows_probe(const KernelTable& t) {
   const int64_t rows = 16384, cols = 2048;
   const auto w = bf16_probe_weights(rows, cols);
-  std::vector<float> x(cols), y(rows);
-  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) - 3.0f;
+  const std::vector<float> x = probe_activations(cols);
+  std::vector<float> y(rows);
   const DenseMatrix W = dense_view(WType::BF16, w.get(), rows, cols);
   const DotRows cand[2] = {DotRows::kTiles, DotRows::kSeq};
   const KernelProbe p = probe_kernels(
@@ -607,8 +614,8 @@ KernelProbe q8_time(const KernelTable& t, const std::vector<Q8Kernel>& cand, int
   W.cols = cols;
   W.data = w.get();
   W.row_scale.assign(rows, 1.0f / 127);
-  std::vector<float> x(n * cols), y(n * rows);
-  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) - 3.0f;
+  const std::vector<float> x = probe_activations(n * cols);
+  std::vector<float> y(n * rows);
   return probe_kernels(
       cand.size(), [&](size_t c) { q8_product(t, cand[c], W, x.data(), n, y.data(), dense_work(W, n)); }, with_one);
 }
