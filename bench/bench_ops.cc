@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ops/bandwidth.h"
+#include "ops/bf16c.h"
 #include "ops/cpu_features.h"
 #include "ops/matmul.h"
 #include "util/thread_pool.h"
@@ -98,6 +99,11 @@ void bm_dense(benchmark::State& st, std::string path, WType t, int64_t rows, int
   set_kernel_options(KernelOptions{bf16_dot, k, q8});
   DenseMatrix w = dense_view(WType::BF16, bf16_weights(rows, cols).data(), rows, cols);
   if (t == WType::Q8) w = dense_to_q8(w);
+  HugeBuffer stream;   // BF16C: the 12-bit stream in huge pages, as the resident weights are
+  if (t == WType::BF16C) {
+    stream.resize(static_cast<size_t>(bf16c_stream_bytes(rows, cols) / 2));
+    w = dense_to_bf16c(w, bf16c_table(w), nullptr, reinterpret_cast<uint8_t*>(stream.data()));
+  }
   auto x = activations(n, cols);
   std::vector<float> y(n * rows);
   for (auto _ : st) {
@@ -105,6 +111,7 @@ void bm_dense(benchmark::State& st, std::string path, WType t, int64_t rows, int
     benchmark::DoNotOptimize(y.data());
   }
   report(st, static_cast<double>(w.bytes()), 2.0 * rows * cols * n);
+  std::free(stream.data());
   set_kernel_path("");
   set_kernel_options(KernelOptions{});
 }
@@ -250,6 +257,12 @@ int register_all() {
     };
     const bool fast = p != "scalar";
     if (fast) dense("bf16_matvec_lm_head_2048x248320", WType::BF16, 248320, 2048, 1);
+    // The same weights in the lossless 12-bit form (ops/bf16c.h); GB counts its bytes.
+    if (fast) dense("bf16c_matvec_lm_head_2048x248320", WType::BF16C, 248320, 2048, 1);
+    if (fast) dense("bf16c_matmul_lm_head_2048x248320_n3", WType::BF16C, 248320, 2048, 3);
+    dense("bf16c_matvec_2048x8192", WType::BF16C, 8192, 2048, 1);
+    dense("bf16c_matvec_2048x512_in_cache", WType::BF16C, 512, 2048, 1);
+    if (fast) dense("bf16c_matmul_2048x8192_n512", WType::BF16C, 8192, 2048, 512);
     dense("bf16_matvec_2048x8192", WType::BF16, 8192, 2048, 1);
     dense("bf16_matvec_8192x2048", WType::BF16, 2048, 8192, 1);
     dense("bf16_matmul_2048x8192_n4", WType::BF16, 8192, 2048, 4);

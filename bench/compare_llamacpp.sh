@@ -36,8 +36,10 @@ usage: bash bench/compare_llamacpp.sh [--build-only] [--synth DIR | --layers N] 
                    unless --keep)
   --workdir DIR    where the synth and the GGUF go (default $workdir)
   --threads "1 2"  thread counts to measure (default "$threads_list")
-  --dense "bf16 int8"  dense encodings: bf16 = BF16 in both engines, int8 = qinfer --dense int8
-                   against llama.cpp Q8_0 dense (default "$dense_list")
+  --dense "bf16 bf16c int8"  dense encodings: bf16 = BF16 in both engines; bf16c = qinfer's lossless
+                   12-bit form of the same BF16 values (--dense bf16c) against llama.cpp BF16; auto =
+                   qinfer's default (one of the two, by its probe); int8 = qinfer --dense int8 against
+                   llama.cpp Q8_0 dense (default "$dense_list")
   --pairs N        alternating pairs per setting (default $pairs)
   --decode N       decode tokens per measurement (default $decode_n)
   --ctx N          the deep-context decode point (default $ctx_deep)
@@ -72,7 +74,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 for d in $dense_list; do
-  case "$d" in bf16|int8) ;; *) die "--dense: '$d' is not bf16 or int8" ;; esac
+  case "$d" in bf16|bf16c|auto|int8) ;; *) die "--dense: '$d' is not bf16, bf16c, auto or int8" ;; esac
 done
 for n in "$pairs" "$decode_n" "$ctx_deep" $threads_list ${layers:+"$layers"}; do
   [[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -gt 0 ] || die "'$n' is not a positive whole number"

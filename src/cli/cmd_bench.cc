@@ -109,7 +109,7 @@ int cmd_bench(int argc, char** argv) {
   Args a(argc, argv, specs);
   if (a.has("help")) {
     std::fprintf(stderr,
-                 "usage: qinfer bench --model DIR [--threads N] [--dense bf16|int8] [--prefill 512,2048]\n"
+                 "usage: qinfer bench --model DIR [--threads N] [--dense auto|bf16|bf16c|int8] [--prefill 512,2048]\n"
                  "                    [--contexts 0,4096,32768] [--decode-tokens 8] [--rounds 5] [--mmap-dense]\n"
                  "Decode times --rounds x --decode-tokens steps per context, each right after a bandwidth probe.\n"
                  "--mmap-dense reads dense weights from the checkpoint mapping instead of a huge-page copy.\n"
@@ -161,7 +161,9 @@ int cmd_bench(int argc, char** argv) {
   auto model = Model::load(model_dir_from_args(a), lo);
   const TextConfig& t = model->config().text;
   const auto& q = model->config().quant;
-  DecodeBytes db = decode_bytes(t, q.enabled, q.enabled ? q.group_size : 32, lo.dense_int8 ? 1.0 : 2.0);
+  // Bytes per dense weight as loaded: int8 codes, the 12-bit BF16 form (ops/bf16c.h) or BF16.
+  const double dense_elem = lo.dense_int8 ? 1.0 : model->dense_bf16c() ? 1.5 : 2.0;
+  DecodeBytes db = decode_bytes(t, q.enabled, q.enabled ? q.group_size : 32, dense_elem);
   // A fresh sequence holds no KV rows yet: its memory is the DeltaNet conv and recurrent states.
   db.state = static_cast<double>(model->new_sequence()->memory_bytes());
   // The full model (kFullLayers layers, the checkpoint's layer pattern repeated):
@@ -172,7 +174,7 @@ int cmd_bench(int argc, char** argv) {
   t40.num_hidden_layers = kFullLayers;
   t40.layer_types.clear();
   for (int i = 0; i < kFullLayers; ++i) t40.layer_types.push_back(t.layer_types.at(i % t.layer_types.size()));
-  DecodeBytes db40 = decode_bytes(t40, q.enabled, q.enabled ? q.group_size : 32, lo.dense_int8 ? 1.0 : 2.0);
+  DecodeBytes db40 = decode_bytes(t40, q.enabled, q.enabled ? q.group_size : 32, dense_elem);
   const int nlin = t.num_hidden_layers - t.num_full_layers(), nlin40 = kFullLayers - t40.num_full_layers();
   db40.state = nlin > 0 ? db.state * nlin40 / nlin : 0;
   std::mt19937 rng(1);
@@ -182,7 +184,8 @@ int cmd_bench(int argc, char** argv) {
   std::printf("machine      %d threads, kernels %s\n", ThreadPool::global().size(), ops::kernel_path());
   std::printf("bandwidth    triad %.1f GB/s, read %.1f GB/s\n", bw.triad_gbs, bw.read_gbs);
   std::printf("model        %s: %d layers, weights %.2f GB resident (dense %s)\n", a.get("model").c_str(),
-              t.num_hidden_layers, model->weight_bytes() / 1e9, lo.dense_int8 ? "int8" : "bf16");
+              t.num_hidden_layers, model->weight_bytes() / 1e9,
+              lo.dense_int8 ? "int8" : model->dense_bf16c() ? "bf16c, 12-bit" : "bf16");
   const double hwm_load = proc_status_bytes("VmHWM") - probe_bytes;
   std::printf("memory       load: peak resident %.2f GB, steady %.2f GB (anon %.2f, of it in huge pages %.2f; "
               "file %.2f); weights %.2f GB; the probe's %.2f GB not counted\n",

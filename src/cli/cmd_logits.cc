@@ -38,7 +38,7 @@ int cmd_logits(int argc, char** argv) {
                       {"dense", true}, {"image", true, true}, {"help", false}, {"mtp-out", true},
                       {"memory-budget-gb", true}, {"experts", true}});
   if (a.has("help")) {
-    std::fprintf(stderr, "usage: qinfer logits --model DIR --ids 3,1,4 --out FILE [--mtp-out FILE2] [--image FILE ...] [--threads N] [--dense int8]\n"
+    std::fprintf(stderr, "usage: qinfer logits --model DIR --ids 3,1,4 --out FILE [--mtp-out FILE2] [--image FILE ...] [--threads N] [--dense auto|bf16|bf16c|int8]\n"
                          "Writes float32 LE logits [n_ids, vocab_size] of one prefill call; --mtp-out also the\n"
                          "MTP head's [n_ids, vocab_size] (row i: hidden i, token ids[i+1], last row the argmax).\n"
                          "With --image the ids hold one image_token_id per image; rows are [expanded length, vocab_size].\n%s",

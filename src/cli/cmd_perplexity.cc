@@ -57,7 +57,7 @@ int cmd_perplexity(int argc, char** argv) {
   if (a.has("help")) {
     std::fprintf(stderr,
                  "usage: qinfer perplexity --model DIR (--file TEXT [--hf-rows] | --ids 1,2,3) [--ctx 2048]\n"
-                 "                         [--stride 512] [--max-tokens N] [--threads N] [--dense bf16|int8]\n"
+                 "                         [--stride 512] [--max-tokens N] [--threads N] [--dense auto|bf16|bf16c|int8]\n"
                  "wikitext-2 as the model cards measure it: --file wiki.test.raw --hf-rows --ctx 2048 --stride 512\n"
                  "  --memory-budget-gb G  --experts auto|resident|mapped (the memory plan; KV sized for --ctx)\n");
     return 0;

@@ -60,6 +60,7 @@ int cmd_serve(int argc, char** argv) {
   eo.prefill_chunk = o.prefill_chunk;
   eo.load.threads = o.threads;
   eo.load.dense_int8 = o.dense_int8;
+  eo.load.dense_bf16c = o.dense_bf16c;
   eo.load.memory_budget = o.memory_budget;
   eo.load.experts = experts;
   eo.spec = o.spec;

@@ -87,7 +87,8 @@ const char* generation_flags_help() {
   return "  --temperature T (0 = greedy)  --top-p P  --top-k K  --min-p P\n"
          "  --repetition-penalty R  --presence-penalty P  --frequency-penalty F\n"
          "  --seed S  --stop STR (repeatable)  --max-tokens N  --ignore-eos\n"
-         "  --threads N  --dense bf16|int8\n"
+         "  --threads N  --dense auto|bf16|bf16c|int8 (auto: BF16 weights as stored or in a lossless 12-bit\n"
+         "    form, whichever a start-up probe finds faster; int8: re-encoded, per-row scale)\n"
          "  --memory-budget-gb G  --max-model-len N  --experts auto|resident|mapped\n"
          "  --enable-prefix-caching (default) | --no-enable-prefix-caching\n"
          "  --prefix-cache-gb GB  memory for cached prefixes (default: a quarter of the available memory, never the planned KV)\n"
@@ -118,9 +119,7 @@ LoadOptions load_options_from_args(const Args& a) {
   int64_t threads = a.get_int("threads", 0);
   if (threads < 0) fail("option --threads: must be >= 0 (0 = all cores), got ", threads);
   lo.threads = static_cast<int>(threads);
-  std::string dense = a.get_or("dense", "bf16");
-  if (dense != "bf16" && dense != "int8") fail("option --dense: must be bf16 or int8, got '", dense, "'");
-  lo.dense_int8 = dense == "int8";
+  parse_dense_mode(a.get_or("dense", "auto"), &lo.dense_int8, &lo.dense_bf16c);
   apply_memory_flags(a, lo);
   return lo;
 }
@@ -151,6 +150,7 @@ engine::EngineOptions engine_options_from_args(const Args& a) {
   LoadOptions lo = load_options_from_args(a);
   o.load.threads = lo.threads;
   o.load.dense_int8 = lo.dense_int8;
+  o.load.dense_bf16c = lo.dense_bf16c;
   o.load.memory_budget = lo.memory_budget;
   o.load.experts = lo.experts;
   o.max_model_len = lo.max_model_len;

@@ -15,7 +15,7 @@ namespace qinfer::cli {
 // --threads --dense, plus --model.
 std::vector<OptionSpec> generation_option_specs();
 engine::GenParams gen_params_from_args(const Args& a, double default_temperature);
-// --threads N (0 = all cores, negative refused) and --dense bf16|int8, errors naming the flag;
+// --threads N (0 = all cores, negative refused) and --dense auto|bf16|bf16c|int8, errors naming the flag;
 // the memory plan's --memory-budget-gb, --max-model-len and --experts where the command declares them.
 LoadOptions load_options_from_args(const Args& a);
 // The memory plan's option specs (--memory-budget-gb, --max-model-len, --experts) and their help.

@@ -210,6 +210,7 @@ std::unique_ptr<ModelRunner> load_model_runner(const std::string& dir, const Run
   LoadOptions lo;
   lo.threads = opts.threads;
   lo.dense_int8 = opts.dense_int8;
+  lo.dense_bf16c = opts.dense_bf16c;
   lo.load_vision = opts.load_vision;
   lo.memory_budget = opts.memory_budget;
   lo.max_model_len = opts.max_model_len;

@@ -101,6 +101,7 @@ class ModelRunner {
 struct RunnerLoadOptions {
   int threads = 0;
   bool dense_int8 = false;
+  int dense_bf16c = -1;      // LoadOptions::dense_bf16c
   bool load_vision = true;   // false: text only (--limit-mm-per-prompt '{"image": 0}')
   // The memory plan's inputs (LoadOptions): budget in bytes (0: available), the KV's
   // tokens per sequence (0: the model's context, lowered to fit) and sequences.

@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "io/dtype.h"
+#include "ops/bf16c.h"
 #include "model/resident.h"
 #include "util/error.h"
 
@@ -26,6 +27,7 @@ Linear row_prefix(const Linear& l, int64_t rows) {
   v.dense.rows = rows;
   v.dense.cols = l.dense.cols;
   v.dense.data = l.dense.weights();   // rows are contiguous: the first `rows` of them
+  v.dense.bf16c = l.dense.bf16c;      // BF16C: its escape index covers every row
   if (!l.dense.row_scale.empty())
     v.dense.row_scale.assign(l.dense.row_scale.begin(), l.dense.row_scale.begin() + rows);
   return v;
@@ -96,13 +98,23 @@ std::vector<float> WeightReader::floats(const std::string& name, const std::vect
 }
 
 Linear WeightReader::dense_linear(const TensorInfo& t, const uint8_t* src, int64_t rows, int64_t cols,
-                                  bool quantize) const {
+                                  bool quantizable, bool bf16c_ok) const {
   Linear l;
   l.rows = rows;
   l.cols = cols;
   const int64_t esz = static_cast<int64_t>(dtype_size(t.dtype));
   l.dense = ops::dense_view(wtype_of(t), src, rows, cols);
-  if (quantize) {
+  if (quantizable && !dense_int8_ && bf16c_ && bf16c_ok && ops::bf16c_encodable(l.dense)) {
+    // Where the table leaves more than 1 block in 20 raw, the form saves little: kept as is.
+    const ops::Bf16cTable table = ops::bf16c_table(l.dense);
+    if (table.escape_share <= kBf16cMaxEscapeShare) {
+      uint8_t* dst = arena_ ? arena_->alloc(static_cast<size_t>(ops::bf16c_stream_bytes(rows, cols))) : nullptr;
+      l.dense = ops::dense_to_bf16c(l.dense, table, drop_rows(src, cols * esz), dst);
+      drop_pages(src, static_cast<size_t>(rows * cols * esz));
+    }
+    return l;
+  }
+  if (quantizable && dense_int8_) {
     uint8_t* dst = arena_ ? arena_->alloc(static_cast<size_t>(rows * cols)) : nullptr;
     l.dense = ops::dense_to_q8(l.dense, drop_rows(src, cols * esz), dst);
     drop_pages(src, static_cast<size_t>(rows * cols * esz));   // re-encoded: the source is not read again
@@ -111,7 +123,7 @@ Linear WeightReader::dense_linear(const TensorInfo& t, const uint8_t* src, int64
 }
 
 Linear WeightReader::dense_slice(const TensorInfo& t, int64_t offset_elems, int64_t rows, int64_t cols) const {
-  return dense_linear(t, t.data + offset_elems * static_cast<int64_t>(dtype_size(t.dtype)), rows, cols, dense_int8_);
+  return dense_linear(t, t.data + offset_elems * static_cast<int64_t>(dtype_size(t.dtype)), rows, cols, true, false);
 }
 
 GptqLinear WeightReader::gptq(const std::string& module, int64_t out, int64_t in) const {
@@ -127,7 +139,8 @@ GptqLinear WeightReader::gptq(const std::string& module, int64_t out, int64_t in
   return g;
 }
 
-Linear WeightReader::linear(const std::string& module, int64_t out, int64_t in, bool quantizable) const {
+Linear WeightReader::linear(const std::string& module, int64_t out, int64_t in, bool quantizable,
+                            bool bf16c_ok) const {
   const bool has_q = ck_.has(module + ".qweight");
   const bool has_w = ck_.has(module + ".weight");
   if (has_q && has_w) fail(ck_.dir(), ": module ", module, " has both .weight and .qweight");
@@ -139,7 +152,7 @@ Linear WeightReader::linear(const std::string& module, int64_t out, int64_t in, 
     return l;
   }
   const TensorInfo& t = tensor(module + ".weight", {out, in});
-  return dense_linear(t, t.data, out, in, dense_int8_ && quantizable);
+  return dense_linear(t, t.data, out, in, quantizable, bf16c_ok);
 }
 
 bool same_gptq_layout(const GptqLinear& a, const GptqLinear& b) {

@@ -38,6 +38,10 @@ void to_f32(DType dtype, const uint8_t* p, int64_t n, float* out);
 
 ops::WType wtype_of(const TensorInfo& t);   // Error naming the tensor for non-float dtypes
 
+// BF16C (ops/bf16c.h) is not made for a matrix whose sampled blocks escape its table
+// more often than this: it would save little (0.82 of BF16 at this share).
+constexpr double kBf16cMaxEscapeShare = 0.05;
+
 // Reads tensors of one checkpoint with shape checks against the config.
 class WeightReader {
  public:
@@ -47,6 +51,9 @@ class WeightReader {
   const Checkpoint& checkpoint() const { return ck_; }
   // When set, --dense int8 re-encodings are written straight into it (no heap copy).
   void set_arena(ResidentArena* a) { arena_ = a; }
+  // BF16 matrices (quantizable ones, whole 64-column blocks) re-encoded in the lossless
+  // 12-bit form (ops/bf16c.h), into the arena when set; ignored with dense_int8.
+  void set_bf16c(bool on) { bf16c_ = on; }
   const QuantConfig& quant() const { return quant_; }
 
   // The tensor, checked to be a float tensor of the given shape.
@@ -55,8 +62,10 @@ class WeightReader {
   std::vector<float> floats(const std::string& name, const std::vector<int64_t>& shape) const;
   // The linear module at `module` ([out, in]): GPTQ when <module>.qweight exists,
   // else the dense <module>.weight. `quantizable` false keeps the dense matrix in
-  // its stored dtype even with dense_int8 (routers and tiny gates).
-  Linear linear(const std::string& module, int64_t out, int64_t in, bool quantizable = true) const;
+  // its stored dtype even with dense_int8 or bf16c (routers and tiny gates); `bf16c_ok`
+  // false keeps it out of the 12-bit form only (routed experts: the expert cache maps them).
+  Linear linear(const std::string& module, int64_t out, int64_t in, bool quantizable = true,
+                bool bf16c_ok = true) const;
   // Dense view of a matrix held inside a bigger tensor (fused experts).
   Linear dense_slice(const TensorInfo& t, int64_t offset_elems, int64_t rows, int64_t cols) const;
   // GPTQ canonical form of <module> with shape checks.
@@ -66,8 +75,10 @@ class WeightReader {
   const Checkpoint& ck_;
   const QuantConfig& quant_;
   bool dense_int8_;
+  bool bf16c_ = false;
   ResidentArena* arena_ = nullptr;
-  Linear dense_linear(const TensorInfo& t, const uint8_t* src, int64_t rows, int64_t cols, bool quantize) const;
+  Linear dense_linear(const TensorInfo& t, const uint8_t* src, int64_t rows, int64_t cols, bool quantizable,
+                      bool bf16c_ok) const;
 };
 
 // Same columns, groups and g_idx: the two can be fused into one product.

@@ -40,11 +40,11 @@ std::string gb(double b) {
 }
 
 struct Weights {
-  double copied = 0, reencoded = 0, mapped = 0, experts = 0;
+  double copied = 0, reencoded = 0, bf16c = 0, mapped = 0, experts = 0;
 };
 
 // Where the weights go for the request's dense options; experts counted apart.
-Weights place_weights(const WeightCensus& w, bool int8, bool mtp_int8, bool mmap_dense) {
+Weights place_weights(const WeightCensus& w, bool int8, bool mtp_int8, bool mmap_dense, bool bf16c) {
   Weights p;
   if (int8) {
     p.reencoded = w.dense_int8 + w.lm_head_int8;
@@ -52,6 +52,9 @@ Weights place_weights(const WeightCensus& w, bool int8, bool mtp_int8, bool mmap
   } else if (mmap_dense) {
     p.copied = w.small;
     p.mapped = w.dense + w.lm_head;
+  } else if (bf16c) {   // a tied lm_head gets its own 12-bit copy (the embedding is read by rows)
+    p.bf16c = (w.dense + w.lm_head) * kBf16cPlanShare;
+    p.copied = p.bf16c + w.small;
   } else {
     p.copied = w.dense + w.small + (w.lm_head_tied ? 0 : w.lm_head);
     if (w.lm_head_tied) p.mapped = w.lm_head;   // an lm_head that borrows the embedding stays mapped
@@ -83,9 +86,10 @@ MemoryPlan attempt(const WeightCensus& w, const StateCensus& s, const PlanReques
                    bool file_backed) {
   MemoryPlan p;
   p.req = req;
-  const Weights pl = place_weights(w, req.dense_int8, req.mtp_int8, req.mmap_dense);
+  const Weights pl = place_weights(w, req.dense_int8, req.mtp_int8, req.mmap_dense, req.dense_bf16c);
   p.copied = pl.copied + req.draft_head;
   p.reencoded = pl.reencoded;
+  p.bf16c = pl.bf16c;
   p.draft_head = req.draft_head;
   p.mapped = pl.mapped;
   p.max_model_len = len;
@@ -225,8 +229,16 @@ MemoryPlan plan_memory(const WeightCensus& w, const StateCensus& s, const PlanRe
   // What would fit, one flag at a time.
   std::string alts;
   auto add = [&](const std::string& a) { alts += (alts.empty() ? "" : ", ") + a; };
+  if (!req.dense_int8 && !req.dense_bf16c) {
+    PlanRequest r = req;
+    r.dense_bf16c = true;
+    r.mmap_dense = false;
+    const MemoryPlan q = plan_for(w, s, r);
+    if (q.fits) add("--dense bf16c (lossless, needs at most " + gb(q.need) + ")");
+  }
   if (!req.dense_int8) {
     PlanRequest r = req;
+    r.dense_bf16c = false;
     r.dense_int8 = true;
     r.mmap_dense = false;
     const MemoryPlan q = plan_for(w, s, r);
@@ -270,8 +282,9 @@ std::string MemoryPlan::line() const {
                   (req.budget >= 1e299 ? std::string("unknown (no MemAvailable, no cgroup limit)")
                                        : gb(req.budget) + (req.budget_given ? " (--memory-budget-gb)" : " (available)")) +
                   "; copied " + gb(copied);
-  if (reencoded > 0 || draft_head > 0) {
+  if (reencoded > 0 || draft_head > 0 || bf16c > 0) {
     s += " (";
+    if (bf16c > 0) s += "12-bit BF16 at most " + gb(bf16c) + (draft_head > 0 ? ", " : "");
     if (reencoded > 0) s += "int8 re-encoded " + gb(reencoded) + (draft_head > 0 ? ", " : "");
     if (draft_head > 0) s += "MTP drafts' int8 lm_head " + gb(draft_head);
     s += ")";
@@ -296,6 +309,7 @@ std::string MemoryPlan::line() const {
 MemoryPlan plan_for_options(const Checkpoint& ck, const ModelConfig& cfg, const LoadOptions& opts) {
   PlanRequest r;
   r.dense_int8 = opts.dense_int8;
+  r.dense_bf16c = opts.dense_bf16c > 0 && !opts.dense_int8 && opts.resident_dense;
   r.mtp_int8 = opts.draft_layer_int8;
   r.mmap_dense = !opts.resident_dense;
   r.experts = opts.experts;

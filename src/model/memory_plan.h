@@ -49,8 +49,14 @@ enum class ExpertsPlacement { kAuto, kResident, kFileBacked };
 // "auto" | "resident" | "mapped" (the --experts values); Error naming the option otherwise.
 ExpertsPlacement parse_experts_placement(const std::string& s);
 
+// The share of their BF16 size the plan counts for dense matrices in the 12-bit form
+// (ops/bf16c.h): 0.75 for the stream, plus escapes (the loader keeps a matrix whose
+// sampled blocks escape more than 5% as BF16, 0.82 at that share) and a margin.
+constexpr double kBf16cPlanShare = 0.85;
+
 struct PlanRequest {
   bool dense_int8 = false;
+  bool dense_bf16c = false;      // BF16 dense matrices (and lm_head) in the 12-bit form
   bool mtp_int8 = false;         // the MTP layer re-encoded as int8 for drafting (implied by dense_int8)
   bool mmap_dense = false;       // dense weights read through the checkpoint mapping
   ExpertsPlacement experts = ExpertsPlacement::kAuto;
@@ -68,6 +74,7 @@ struct MemoryPlan {
   PlanRequest req;
   double copied = 0;             // anonymous (huge pages): dense copies, int8 re-encodings, resident experts
   double reencoded = 0;          // of `copied`: the int8 re-encodings
+  double bf16c = 0;              // of `copied`: the 12-bit BF16 form (at kBf16cPlanShare)
   double draft_head = 0;         // of `copied`: the MTP drafts' int8 lm_head copy (made on first use)
   double mapped = 0;             // read through the mapping every token: must stay in the page cache
   bool experts_file_backed = false;

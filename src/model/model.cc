@@ -9,6 +9,7 @@
 #include "model/layers.h"
 #include "model/profile.h"
 #include "model/weights.h"
+#include "ops/matmul.h"
 #include "ops/norms_activations_rope.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -38,10 +39,20 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const LoadOptions& op
     fail(dir, "/config.json: num_experts_per_tok ", tc.num_experts_per_tok, " must be in 1..num_experts");
   m->arena_ = std::make_unique<model::Arena>();
   auto ck = Checkpoint::open(dir);   // headers only: no weight byte is read before the plan
-  m->plan_ = std::make_unique<model::MemoryPlan>(model::plan_load(*ck, m->config_, opts));
+  // --dense auto: the 12-bit form where the probe finds it faster, for checkpoints whose
+  // dense weights are big enough for decode speed to matter (not the tiny test models).
+  auto big_dense = [&] {
+    const model::WeightCensus c = model::census_of(*ck, m->config_, opts.load_mtp, false);
+    return c.dense + (c.lm_head_tied ? 0.0 : c.lm_head) >= kBf16cAutoMinBytes;
+  };
+  m->dense_bf16c_ = !opts.dense_int8 && opts.resident_dense &&
+                    (opts.dense_bf16c > 0 || (opts.dense_bf16c < 0 && big_dense() && ops::bf16c_pays()));
+  LoadOptions planned = opts;
+  planned.dense_bf16c = m->dense_bf16c_ ? 1 : 0;
+  m->plan_ = std::make_unique<model::MemoryPlan>(model::plan_load(*ck, m->config_, planned));
   m->max_context_ = m->plan_->len_lowered ? m->plan_->max_model_len : tc.max_position_embeddings;
   m->w_ = model::load_weights(m->config_, std::move(ck), opts.dense_int8, opts.load_mtp, opts.resident_dense,
-                              m->plan_->experts_file_backed, opts.draft_layer_int8);
+                              m->plan_->experts_file_backed, opts.draft_layer_int8, m->dense_bf16c_);
   if (m->plan_->experts_file_backed)
     m->w_->expert_cache = std::make_unique<model::ExpertCache>(m->w_->layers, m->plan_->experts_hot);
   m->load_vision_tower(opts.load_vision);
@@ -52,6 +63,13 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const LoadOptions& op
 }
 
 bool Model::has_mtp() const { return w_->mtp != nullptr; }
+
+void parse_dense_mode(const std::string& value, bool* dense_int8, int* dense_bf16c) {
+  if (value != "auto" && value != "bf16" && value != "bf16c" && value != "int8")
+    fail("option --dense: must be auto, bf16, bf16c or int8, got '", value, "'");
+  *dense_int8 = value == "int8";
+  *dense_bf16c = value == "bf16c" ? 1 : value == "auto" ? -1 : 0;
+}
 
 const model::MemoryPlan& Model::memory_plan() const { return *plan_; }
 

@@ -16,6 +16,9 @@ namespace qinfer {
 
 struct LoadOptions {
   bool dense_int8 = false;  // re-encode the large dense matrices as int8 (per-row scale)
+  // BF16 dense matrices in the lossless 12-bit form (ops/bf16c.h; resident_dense only):
+  // 1 always, 0 never, -1 (--dense auto) where ops::bf16c_pays() finds it faster here.
+  int dense_bf16c = -1;     // (auto: only for >= kBf16cAutoMinBytes of dense weights)
   bool load_mtp = false;    // load the mtp.* head when present (skipped quietly when absent)
   int threads = 0;          // worker threads of the global pool; 0 = all cores
   bool resident_dense = true;  // dense weights off the mapping and GPTQ experts into huge pages (model/resident.h)
@@ -39,6 +42,13 @@ struct LoadOptions {
   double prefix_cache_bytes = 0;
   double prefix_cache_share = 0;
 };
+
+constexpr double kBf16cAutoMinBytes = 256.0 * (1 << 20);
+
+// The --dense flag: "auto" (BF16, in the 12-bit form where a probe finds it faster),
+// "bf16" (as stored), "bf16c" (12-bit form always), "int8" (re-encoded, per-row scale).
+// Error naming the flag otherwise.
+void parse_dense_mode(const std::string& value, bool* dense_int8, int* dense_bf16c);
 
 // Optional debugging capture of one forward() call (used by the tests). Rows are
 // the tokens of all steps in step order. A traced call always runs as one pass.
@@ -142,6 +152,8 @@ class Model {
   // File-backed experts' hot set (null unless the plan chose file-backed experts).
   const model::ExpertCache* expert_cache() const;
   bool has_mtp() const;
+  // Whether the BF16 dense matrices were loaded in the 12-bit form (LoadOptions::dense_bf16c).
+  bool dense_bf16c() const { return dense_bf16c_; }
 
  private:
   Model() = default;
@@ -151,6 +163,7 @@ class Model {
   ModelConfig config_;
   std::unique_ptr<model::ModelWeights> w_;
   std::unique_ptr<model::MemoryPlan> plan_;
+  bool dense_bf16c_ = false;
   int64_t max_context_ = 0;
   std::unique_ptr<model::Arena> arena_;   // forward() scratch, kept between calls
   std::unique_ptr<model::Linear> draft_head_;   // lm_head rows 0..vocab_limit-1 (MtpStep::vocab_limit),

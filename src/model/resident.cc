@@ -113,7 +113,7 @@ void move_into(const Found& found, ResidentArena& arena) {
   parallel_for(static_cast<int64_t>(mats.size()), 1, [&](int64_t i0, int64_t i1, int) {
     for (int64_t i = i0; i < i1; ++i) {
       ops::DenseMatrix& d = mats[static_cast<size_t>(i)]->dense;
-      const size_t n = static_cast<size_t>(d.rows * d.cols) * (d.type == ops::WType::Q8 ? 1 : d.type == ops::WType::F32 ? 4 : 2);
+      const size_t n = static_cast<size_t>(d.weight_bytes());
       const auto* src = static_cast<const unsigned char*>(d.weights());
       unsigned char* dst = arena.alloc(n);
       for (size_t at = 0; at < n; at += kChunk) {

@@ -5,6 +5,7 @@
 
 #include "io/dtype.h"
 #include "model/gptq_experts.h"
+#include "ops/bf16c.h"
 #include "ops/norms_activations_rope.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -32,9 +33,9 @@ std::vector<Expert> load_split_experts(const WeightReader& r, const std::string&
       x = pack_gptq_expert(r, m, I, H);
       return;
     }
-    x.gate = r.linear(m + "gate_proj", I, H);
-    x.up = r.linear(m + "up_proj", I, H);
-    x.down = r.linear(m + "down_proj", H, I);
+    x.gate = r.linear(m + "gate_proj", I, H, true, false);
+    x.up = r.linear(m + "up_proj", I, H, true, false);
+    x.down = r.linear(m + "down_proj", H, I, true, false);
   });
   return experts;
 }
@@ -157,7 +158,7 @@ size_t ModelWeights::bytes() const {
 
 std::unique_ptr<ModelWeights> load_weights(const ModelConfig& cfg, std::unique_ptr<Checkpoint> ck,
                                            bool dense_int8, bool load_mtp, bool resident_dense,
-                                           bool experts_mapped, bool mtp_int8) {
+                                           bool experts_mapped, bool mtp_int8, bool dense_bf16c) {
   const TextConfig& tc = cfg.text;
   auto w = std::make_unique<ModelWeights>();
   w->ck = std::move(ck);
@@ -170,6 +171,7 @@ std::unique_ptr<ModelWeights> load_weights(const ModelConfig& cfg, std::unique_p
     const size_t n = c.total_bytes();
     w->resident = std::make_unique<ResidentArena>(n + n / 8 + (size_t{256} << 20));
     r.set_arena(w->resident.get());
+    r.set_bf16c(dense_bf16c);
   }
   w->prefix = text_prefix(c);
   w->embed = &r.tensor(w->prefix + "embed_tokens.weight", {V, H});
@@ -195,6 +197,13 @@ std::unique_ptr<ModelWeights> load_weights(const ModelConfig& cfg, std::unique_p
       uint8_t* dst = w->resident ? w->resident->alloc(static_cast<size_t>(V * H)) : nullptr;
       w->lm_head.dense = ops::dense_to_q8(w->lm_head.dense, nullptr, dst);
       drop_pages(w->embed->data, w->embed->nbytes);   // only single embedding rows are read from now on
+    } else if (dense_bf16c && w->resident && ops::bf16c_encodable(w->lm_head.dense)) {
+      const ops::Bf16cTable table = ops::bf16c_table(w->lm_head.dense);
+      if (table.escape_share <= kBf16cMaxEscapeShare) {
+        uint8_t* dst = w->resident->alloc(static_cast<size_t>(ops::bf16c_stream_bytes(V, H)));
+        w->lm_head.dense = ops::dense_to_bf16c(w->lm_head.dense, table, nullptr, dst);
+        drop_pages(w->embed->data, w->embed->nbytes);
+      }
     }
   } else {
     fail(c.dir(), ": tensor lm_head.weight is missing (tie_word_embeddings is false)");
@@ -204,7 +213,10 @@ std::unique_ptr<ModelWeights> load_weights(const ModelConfig& cfg, std::unique_p
       fail(cfg.dir, "/config.json: mtp_num_hidden_layers = ", tc.mtp_num_hidden_layers, " (only 1 is supported)");
     // The MTP layer only drafts: with mtp_int8 its matrices are re-encoded like --dense int8's.
     WeightReader rm(c, cfg.quant, dense_int8 || mtp_int8);
-    if (w->resident) rm.set_arena(w->resident.get());
+    if (w->resident) {
+      rm.set_arena(w->resident.get());
+      rm.set_bf16c(dense_bf16c);
+    }
     auto m = std::make_unique<MtpWeights>();
     m->pre_fc_norm_embedding = zc_norm(rm, "mtp.pre_fc_norm_embedding.weight", H);
     m->pre_fc_norm_hidden = zc_norm(rm, "mtp.pre_fc_norm_hidden.weight", H);

@@ -81,13 +81,16 @@ struct ModelWeights {
   size_t bytes() const;
 };
 
-// Binds and checks every tensor; progress on stderr. resident_dense: copies into
+// Binds and checks every tensor; progress on stderr. dense_bf16c (with resident_dense,
+// without dense_int8): BF16 dense matrices in the lossless 12-bit form (ops/bf16c.h;
+// not routed experts, routers or tiny gates). resident_dense: copies into
 // huge pages layer by layer (model/resident.h); experts_mapped: routed experts stay
 // file-backed (dense: views into the checkpoint mapping; GPTQ: raw tensors in the
 // mapping, repacked on use, model/gptq_experts.h).
 std::unique_ptr<ModelWeights> load_weights(const ModelConfig& cfg, std::unique_ptr<Checkpoint> ck,
                                            bool dense_int8, bool load_mtp, bool resident_dense = true,
-                                           bool experts_mapped = false, bool mtp_int8 = false);
+                                           bool experts_mapped = false, bool mtp_int8 = false,
+                                           bool dense_bf16c = false);
 
 // Embedding rows of `tokens` as fp32 into out[n][H].
 void embed_rows(const ModelWeights& w, const int* tokens, int64_t n, int64_t hidden, float* out);

@@ -115,6 +115,7 @@ int64_t elem_bytes(WType t) {
   switch (t) {
     case WType::F32: return 4;
     case WType::BF16: case WType::F16: return 2;
+    case WType::BF16C: return 2;   // 1.5: a work estimate only (weight_bytes has the size)
     case WType::Q8: return 1;
   }
   return 0;
@@ -128,6 +129,13 @@ void check_dense(const DenseMatrix& W, const char* what) {
       fail(what, ": Q8 matrix has ", W.row_scale.size(), " row scales for ", W.rows, " rows");
     if (!W.owned.empty() && static_cast<int64_t>(W.owned.size()) != W.rows * W.cols)
       fail(what, ": Q8 matrix holds ", W.owned.size(), " codes, expected ", W.rows * W.cols);
+  }
+  if (W.type == WType::BF16C) {
+    if (W.cols % kBf16cBlock != 0) fail(what, ": BF16C matrix has ", W.cols, " columns (a multiple of 64 expected)");
+    if (!W.bf16c || static_cast<int64_t>(W.bf16c->esc_start.size()) != W.rows + 1)
+      fail(what, ": BF16C matrix lacks its table and escape index");
+    if (!W.owned.empty() && static_cast<int64_t>(W.owned.size()) != W.weight_bytes())
+      fail(what, ": BF16C matrix holds ", W.owned.size(), " stream bytes, expected ", W.weight_bytes());
   }
 }
 
@@ -144,12 +152,17 @@ const char* wtype_name(WType t) {
     case WType::BF16: return "BF16";
     case WType::F16: return "F16";
     case WType::Q8: return "Q8";
+    case WType::BF16C: return "BF16C";
   }
   return "?";
 }
 
+int64_t DenseMatrix::weight_bytes() const {
+  return type == WType::BF16C ? bf16c_stream_bytes(rows, cols) : rows * cols * elem_bytes(type);
+}
+
 int64_t DenseMatrix::bytes() const {
-  return rows * cols * elem_bytes(type) + static_cast<int64_t>(row_scale.size() * sizeof(float));
+  return weight_bytes() + static_cast<int64_t>(row_scale.size() * sizeof(float)) + (bf16c ? bf16c->bytes() : 0);
 }
 
 DenseMatrix dense_view(WType t, const void* data, int64_t rows, int64_t cols) {
@@ -193,6 +206,12 @@ DenseMatrix dense_to_q8(const DenseMatrix& src, const std::function<void(int64_t
       }
       case WType::BF16: {
         const uint16_t* w = static_cast<const uint16_t*>(p) + r * K;
+        for (int64_t k = 0; k < K; ++k) row[k] = detail::bf16_to_f32(w[k]);
+        break;
+      }
+      case WType::BF16C: {
+        std::vector<uint16_t> w(static_cast<size_t>(K));
+        detail::bf16c_decode_row(src, r, w.data());
         for (int64_t k = 0; k < K; ++k) row[k] = detail::bf16_to_f32(w[k]);
         break;
       }
@@ -564,8 +583,11 @@ Bf16Kernel bf16_kernel_on(const KernelTable& t, int64_t n) {
 // BF16 alternative (split, widen256, bf16_dot) must run alone.
 Q8Kernel q8_kernel_of(const KernelTable& t, const DenseMatrix& W, int64_t n);  // below
 
+int c12_mode(const KernelTable& t);   // below
+
 int shared_pass_mode(const KernelTable& t, const DenseMatrix& W, int64_t n) {
   if (W.type == WType::Q8 && n == 1 && q8_kernel_of(t, W, 1) == Q8Kernel::kWidenTiled) return detail::kMatvecTiled;
+  if (W.type == WType::BF16C) return n == 1 && t.matvec_rows ? c12_mode(t) : 0;
   if (W.type != WType::BF16) return 0;
   if (t.bf16_dot_rows && bf16_dot_flag().load(std::memory_order_relaxed)) return -1;
   return widen_mode(bf16_kernel_on(t, n));
@@ -689,6 +711,93 @@ bool q8_int_on(const KernelTable& t, const DenseMatrix& W, int64_t n) {
   return W.type == WType::Q8 && q8_kernel_of(t, W, n) == Q8Kernel::kInt;
 }
 
+// ---- BF16C (ops/bf16c.h): whether the 12-bit form pays here, and its decode mode ----
+
+struct C12Choice {
+  std::atomic<bool> probed{false};
+  bool pays = false;
+  int mode = detail::kMatvecSeqNta;   // matvec_rows mode of one-row products
+};
+C12Choice& c12_choice(const KernelTable& t) {
+  static C12Choice c[3];
+  return c[path_index(t)];
+}
+
+// The 64 MiB BF16 decode probe matrix (16384 x 2048, the scalar path 1024 rows) as
+// BF16 and as BF16C, one activation row: the BF16 decode kernel (the probe's or the
+// forced choice) against BF16C with each prefetch variant, every thread and one,
+// best of 4 (probe_kernels): ~0.3 s with the encoding.
+void c12_probe(const KernelTable& t, C12Choice& out) {
+  const auto start = std::chrono::steady_clock::now();
+  const bool scalar = &t == &detail::scalar_kernels();
+  const int64_t rows = scalar ? 1024 : 16384, cols = 2048;
+  const auto w = bf16_probe_weights(rows, cols);
+  const DenseMatrix Wb = dense_view(WType::BF16, w.get(), rows, cols);
+  const auto stream = probe_matrix<uint8_t>(rows, bf16c_stream_bytes(1, cols), "BF16C", [](uint64_t) { return 0; });
+  const DenseMatrix Wc = dense_to_bf16c(Wb, bf16c_table(Wb), nullptr, stream.get());
+  const std::vector<float> x = probe_activations(cols);
+  std::vector<float> y(rows);
+  const Bf16Kernel plain = bf16_kernel_on(t, 1);
+  std::vector<int> modes;   // BF16C candidates (matvec_rows modes; -1: dense_rows)
+  if (t.matvec_rows) modes = {detail::kMatvecSeqNta, detail::kMatvecSeqT0, detail::kMatvecSeqNone};
+  else modes = {-1};
+  const double work = dense_work(Wb, 1);
+  const KernelProbe p = probe_kernels(1 + modes.size(), [&](size_t c) {
+    if (c == 0) return bf16_exact_product(t, plain, Wb, x.data(), 1, y.data(), work);
+    const int m = modes[c - 1];
+    for_rows(rows, work, [&](int64_t r0, int64_t r1) {
+      if (m >= 0) t.matvec_rows(m, Wc, x.data(), y.data(), r0, r1);
+      else t.dense_rows(Wc, x.data(), 1, y.data(), r0, r1);
+    });
+  });
+  // The best BF16C variant by probe_kernels' score, whether or not BF16 wins.
+  const double all_min = *std::min_element(p.all.begin(), p.all.end());
+  const double one_min = p.one.empty() ? 1.0 : *std::min_element(p.one.begin(), p.one.end());
+  auto score = [&](size_t c) { return p.all[c] / all_min + (p.one.empty() ? 0.0 : p.one[c] / one_min); };
+  size_t best = 1;
+  for (size_t c = 2; c <= modes.size(); ++c)
+    if (score(c) < score(best)) best = c;
+  out.pays = p.pick != 0;
+  out.mode = std::max(modes[best - 1], 0);
+  static const char* names[] = {"nta", "t0", "none"};
+  const double gb = static_cast<double>(Wb.weight_bytes()) / 1e9;   // BF16 bytes: rates comparable
+  std::string line = cat("kernels ", t.name, ": BF16C (12-bit BF16, lossless) ", out.pays ? "pays" : "does not pay",
+                         " for decode (probe, best of 4, BF16-equivalent rates: BF16 ", bf16_kernel_name(plain), " ",
+                         probe_rates(p, 0, gb));
+  for (size_t c = 1; c <= modes.size(); ++c)
+    line += cat(", bf16c_", modes[c - 1] >= 0 ? names[modes[c - 1]] : "rows", " ", probe_rates(p, c, gb));
+  char took[48];
+  std::snprintf(took, sizeof took, "; %.2f s", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  log_info(line, took, "; --dense bf16 or bf16c forces the form)");
+}
+
+// Only the avx512 path has a tuned BF16C decoder (avx2 and scalar decode each block
+// in scalar code: correct, several times slower than BF16): elsewhere BF16C never
+// pays and decodes rows one after another with the default prefetch.
+bool c12_tuned(const KernelTable& t) { return &t == &detail::avx512_kernels(); }
+
+int c12_mode(const KernelTable& t) {
+  C12Choice& c = c12_choice(t);
+  if (!c12_tuned(t)) return detail::kMatvecSeqNta;
+  if (!c.probed.load(std::memory_order_acquire)) {
+    static std::mutex probing;
+    std::lock_guard<std::mutex> lock(probing);
+    if (!c.probed.load(std::memory_order_relaxed)) {
+      c12_probe(t, c);
+      c.probed.store(true, std::memory_order_release);
+    }
+  }
+  return c.mode;
+}
+
+void bf16c_product(const KernelTable& t, const DenseMatrix& W, const float* X, int64_t n, float* Y, double work) {
+  const int mode = n == 1 && t.matvec_rows ? c12_mode(t) : 0;
+  for_rows(W.rows, work, [&](int64_t r0, int64_t r1) {
+    if (mode > 0) t.matvec_rows(mode, W, X, Y, r0, r1);
+    else t.dense_rows(W, X, n, Y, r0, r1);
+  });
+}
+
 }  // namespace
 
 KernelOptions parse_kernel_options(const char* spec) {
@@ -747,6 +856,17 @@ const char* q8_kernel_name(Q8Kernel k) {
 
 Bf16Kernel bf16_kernel_for(int64_t n) { return bf16_kernel_on(table(), n); }
 
+bool bf16c_pays() {
+  const KernelTable& t = table();
+  if (t.bf16_dot_rows && bf16_dot_flag().load(std::memory_order_relaxed)) return false;   // not the widening numerics
+  const Bf16Kernel forced = options_state().bf16.load(std::memory_order_relaxed);
+  if (forced != Bf16Kernel::kProbe && widen_mode(forced) < 0) return false;   // split, widen256, amx forced
+  if (!c12_tuned(t)) return false;
+  if (bf16_kernel_on(t, detail::kQ4PanelMin) == Bf16Kernel::kAmx) return false;   // BF16C panels widen: not AMX
+  c12_mode(t);
+  return c12_choice(t).pays;
+}
+
 Q8Kernel q8_kernel_for(int64_t n) { return q8_kernel_on(table(), n); }
 
 std::vector<Bf16Kernel> bf16_kernels_available() {
@@ -766,6 +886,7 @@ void matmul(const DenseMatrix& W, const float* X, int64_t n, float* Y) {
   if (W.type == WType::BF16 && t.bf16_dot_rows && bf16_dot_flag().load(std::memory_order_relaxed))
     return bf16_dot_product(t, W, X, n, Y, work);
   if (W.type == WType::BF16) return bf16_exact_product(t, bf16_kernel_on(t, n), W, X, n, Y, work);
+  if (W.type == WType::BF16C) return bf16c_product(t, W, X, n, Y, work);
   if (W.type == WType::Q8) return q8_product(t, q8_kernel_of(t, W, n), W, X, n, Y, work);
   for_rows(W.rows, work, [&](int64_t r0, int64_t r1) { t.dense_rows(W, X, n, Y, r0, r1); });
 }

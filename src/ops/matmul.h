@@ -15,21 +15,28 @@
 
 namespace qinfer::ops {
 
-enum class WType { F32, BF16, F16, Q8 /* int8 per-row scale, for --dense int8 */ };
+// BF16C: BF16 values in the lossless 12-bit form of ops/bf16c.h (made at load).
+enum class WType { F32, BF16, F16, Q8 /* int8 per-row scale, for --dense int8 */, BF16C };
 const char* wtype_name(WType t);
 
 // A dense weight matrix W [rows=out, cols=in], row-major as in the checkpoint
 // (PyTorch Linear). Either borrows the mmapped checkpoint bytes (BF16/F16/F32)
-// or owns a re-encoded copy (Q8: int8 codes in `owned`, w = code * row_scale[r]).
+// or owns a re-encoded copy (Q8: int8 codes in `owned`, w = code * row_scale[r];
+// BF16C: the 12-bit stream in `owned` or caller memory, the rest in `bf16c`).
+struct Bf16cAux;
 struct DenseMatrix {
   WType type = WType::F32;
   int64_t rows = 0, cols = 0;
   const void* data = nullptr;
   std::vector<uint8_t> owned;
   std::vector<float> row_scale;
+  std::shared_ptr<const Bf16cAux> bf16c;   // BF16C only: table and escapes
 
   // The weight bytes (owned ones when present, so copies stay valid).
   const void* weights() const { return owned.empty() ? data : owned.data(); }
+  // Bytes at weights() (the stream of a BF16C matrix).
+  int64_t weight_bytes() const;
+  // Everything the matrix holds (row scales, BF16C escapes included).
   int64_t bytes() const;
 };
 
@@ -153,6 +160,11 @@ Q8Kernel q8_kernel_for(int64_t n);
 // The exact BF16 kernel products with n activation rows use on the current
 // path (runs the probe first when it has not run and nothing is forced).
 Bf16Kernel bf16_kernel_for(int64_t n);
+// Whether BF16C (ops/bf16c.h) decodes faster than BF16 on this host and path: a
+// probe on first call (~0.3 s; logged), which also picks BF16C's one-row prefetch
+// variant. False where BF16 products are not fp32 widening (bf16_dot, a forced
+// split or widen256) or its panels run on AMX (BF16C panels widen).
+bool bf16c_pays();
 // Every exact BF16 kernel the current path can run (forced-only split included;
 // what the probe may pick is the rest). Tests run the golden models on each.
 std::vector<Bf16Kernel> bf16_kernels_available();

@@ -24,6 +24,7 @@ struct V {
   static constexpr int kTileAcc = 0;   // no dense_rows_wide: 16 registers
   static constexpr int PNX = 4;  // activation rows per fp32 panel pass (prefill)
   static constexpr int Q4NX = 1;  // activation rows per int4 tile pass
+  static constexpr int kC12Acc = 8;   // accumulators of a BF16C tile (bf16c_simd.h)
 
   static T zero() { return _mm256_setzero_ps(); }
   static T set1(float f) { return _mm256_set1_ps(f); }
@@ -41,7 +42,21 @@ struct V {
   static T load_bf16(const uint16_t* p) {
     const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-  }
+  }  // BF16C block decoder (ops/bf16c.h): correct, not tuned (the load-time probe
+  // keeps BF16 where this is slower); the byte layout is the AVX-512 decoder's.
+  struct C12 {
+    const uint8_t* table;
+    explicit C12(const uint8_t* t) : table(t) {}
+    void block(const uint8_t* lo, const uint8_t* idx, T* w) const {
+      alignas(32) uint16_t v[64];
+      for (int p = 0; p < 64; ++p) {
+        const int ci = p < 32 ? (idx[p] & 15) : (idx[p - 32] >> 4);
+        v[16 * (p % 4) + p / 4] = static_cast<uint16_t>(table[ci] << 8 | lo[p]);
+      }
+      for (int i = 0; i < 8; ++i) w[i] = load_bf16(v + 8 * i);
+    }
+  };
+
   static T load_f16(const uint16_t* p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }

@@ -107,6 +107,16 @@ void dense_rows(const DenseMatrix& W, const float* X, int64_t n, float* Y, int64
       auto w = static_cast<const int8_t*>(p);
       return dense_rows_impl([w](int64_t i) { return static_cast<float>(w[i]); }, W, X, n, Y, r0, r1);
     }
+    case WType::BF16C: {   // each row decoded (bf16c_decode_row), then BF16's sums
+      std::vector<uint16_t> row(static_cast<size_t>(W.cols));
+      for (int64_t r = r0; r < r1; ++r) {
+        detail::bf16c_decode_row(W, r, row.data());
+        const uint16_t* w = row.data();
+        const int64_t base = r * W.cols;   // dense_rows_impl indexes by r * K + k
+        dense_rows_impl([w, base](int64_t i) { return bf16_to_f32(w[i - base]); }, W, X, n, Y, r, r + 1);
+      }
+      return;
+    }
   }
 }
 

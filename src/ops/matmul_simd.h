@@ -4,7 +4,7 @@
 // header inside an anonymous namespace, so every instantiation stays local to
 // the translation unit compiled for its instruction set.
 //
-// Dense weights (entry: dense_rows, matvec_rows below):
+// Dense weights (entry: dense_rows, matvec_rows below; BF16C in bf16c_simd.h):
 //  * n = 1 (decode): rows of <= 8 KiB read one after another (dense_row_seq),
 //    longer rows in 8-row tiles; n < kPrefillMin: NR x NX fused tiles, for
 //    2-4 rows on AVX-512 wide ones of V::kTileAcc accumulators (dense_rows_wide;
@@ -34,6 +34,7 @@ constexpr int kH = kTR / V::W;
 #include "ops/dense_panel_simd.h"
 #include "ops/gptq_dot_simd.h"
 #include "ops/gptq_panel_simd.h"
+#include "ops/bf16c_simd.h"
 
 template <class L, class E, int Mode = kSeqNta>
 void dense_rows_typed(const DenseMatrix& W, const float* X, int64_t n, float* Y, int64_t r0, int64_t r1) {
@@ -93,6 +94,7 @@ void dense_rows(const DenseMatrix& W, const float* X, int64_t n, float* Y, int64
     case WType::BF16: return dense_rows_typed<LdBF16, uint16_t>(W, X, n, Y, r0, r1);
     case WType::F16: return dense_rows_typed<LdF16, uint16_t>(W, X, n, Y, r0, r1);
     case WType::Q8: return dense_rows_typed<LdI8, int8_t>(W, X, n, Y, r0, r1);
+    case WType::BF16C: return c12_rows(W, X, n, Y, r0, r1);
   }
 }
 
@@ -109,6 +111,11 @@ void matvec_rows_typed(int mode, const DenseMatrix& W, const float* X, float* Y,
 }
 
 void matvec_rows(int mode, const DenseMatrix& W, const float* X, float* Y, int64_t r0, int64_t r1) {
+  if (W.type == WType::BF16C) {   // rows one after another (kTiled: as kSeqNta)
+    if (mode == kSeqT0) return c12_rows<kSeqT0>(W, X, 1, Y, r0, r1);
+    if (mode == kSeqNone) return c12_rows<kSeqNone>(W, X, 1, Y, r0, r1);
+    return c12_rows<kSeqNta>(W, X, 1, Y, r0, r1);
+  }
   if (W.type == WType::Q8) return matvec_rows_typed<LdI8, int8_t>(mode, W, X, Y, r0, r1);
   return matvec_rows_typed<LdBF16, uint16_t>(mode, W, X, Y, r0, r1);
 }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "ops/bf16c.h"
 #include "ops/matmul.h"
 
 namespace qinfer::ops::detail {

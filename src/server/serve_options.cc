@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/prefix_flags.h"
+#include "model/model.h"
 #include "util/args.h"
 #include "util/error.h"
 #include "util/json_parse.h"
@@ -98,7 +99,7 @@ std::string serve_usage() {
          "       (--max-model-len above the model's context is refused unless\n"
          "        QINFER_ALLOW_LONG_MAX_MODEL_LEN=1, which serves the model's context instead)\n"
          "       [--reasoning-parser qwen3] [--enable-auto-tool-choice] [--tool-call-parser qwen3_coder]\n"
-         "       [--limit-mm-per-prompt '{\"image\": N}'] [--threads N] [--dense bf16|int8]\n"
+         "       [--limit-mm-per-prompt '{\"image\": N}'] [--threads N] [--dense auto|bf16|bf16c|int8]\n"
          "       [--allowed-local-media-path DIR (image_url file:// URLs inside DIR)]\n"
          "       [--memory-budget-gb G] [--experts auto|resident|mapped]\n"
          "       [--speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": K}'] (K 1..4;\n"
@@ -309,10 +310,8 @@ ServeOptions parse_serve_options(int argc, char** argv) {
   int64_t threads = a.get_int("threads", 0);
   if (threads < 0) fail("option --threads: must be >= 0");
   o.threads = static_cast<int>(threads);
-  // --dense bf16|int8 as in the other subcommands; --dense-int8 kept as a shorthand.
-  std::string dense = a.get_or("dense", a.has("dense-int8") ? "int8" : "bf16");
-  if (dense != "bf16" && dense != "int8") fail("option --dense must be bf16 or int8, got '", dense, "'");
-  o.dense_int8 = dense == "int8";
+  // --dense auto|bf16|bf16c|int8 as in the other subcommands; --dense-int8 kept as a shorthand.
+  parse_dense_mode(a.get_or("dense", a.has("dense-int8") ? "int8" : "auto"), &o.dense_int8, &o.dense_bf16c);
   if (a.has("memory-budget-gb")) {
     const double g = a.get_double("memory-budget-gb", 0);
     if (!(g > 0)) fail("option --memory-budget-gb: must be a positive number of GB (10^9 bytes)");

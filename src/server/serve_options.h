@@ -40,6 +40,7 @@ struct ServeOptions {
   double prefix_cache_gb = -1;               // --prefix-cache-gb (< 0: from MemAvailable)
   int threads = 0;
   bool dense_int8 = false;
+  int dense_bf16c = -1;                      // --dense: LoadOptions::dense_bf16c
   double memory_budget = 0;                  // --memory-budget-gb, bytes; 0: what is available
   std::string experts = "auto";              // --experts auto|resident|mapped
   engine::SpeculativeOptions spec;            // --speculative-config

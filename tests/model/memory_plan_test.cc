@@ -60,6 +60,22 @@ PlanRequest req_resident(double budget_gb, int64_t max_model_len = 0) {
   return r;
 }
 
+// The 12-bit BF16 form (ops/bf16c.h): dense matrices and the lm_head counted at
+// kBf16cPlanShare of their size, named in the line; a budget the BF16 copy misses fits.
+TEST(MemoryPlan, Bf16cCountsTheSmallerForm) {
+  PlanRequest r = req_resident(23.5, 4096);
+  const MemoryPlan plain = plan_memory(gptq_model(), state(), r);
+  r.dense_bf16c = true;
+  const MemoryPlan c = plan_memory(gptq_model(), state(), r);
+  EXPECT_NEAR(c.bf16c, (3.0 + 1.0) * GB * kBf16cPlanShare, 1.0);
+  EXPECT_NEAR(plain.copied - c.copied, (3.0 + 1.0) * GB * (1 - kBf16cPlanShare), 1.0);
+  EXPECT_NE(c.line().find("12-bit BF16"), std::string::npos) << c.line();
+  r.budget = (plain.need + c.need) / 2;
+  EXPECT_TRUE(plan_memory(gptq_model(), state(), r).fits);
+  r.dense_bf16c = false;
+  EXPECT_FALSE(plan_memory(gptq_model(), state(), r).fits);
+}
+
 TEST(MemoryPlan, EverythingResidentWhenItFits) {
   PlanRequest r = req(64, 8192);
   const MemoryPlan p = plan_memory(gptq_model(), state(), r);

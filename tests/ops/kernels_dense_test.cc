@@ -41,7 +41,7 @@ DenseCase make_dense(WType t, int64_t rows, int64_t cols, std::mt19937& rng) {
       }
       break;
     }
-    case WType::Q8: break;
+    case WType::Q8: case WType::BF16C: break;
   }
   c.m = dense_view(t, c.bytes.data(), rows, cols);
   return c;
