@@ -130,12 +130,13 @@ int cmd_inspect(int argc, char** argv) {
               human(static_cast<double>(text_bytes + state + kv_per_token * 4096)).c_str());
   struct Mode {
     const char* name;
-    bool int8, mapped;
+    bool int8, mapped, bf16c;
   };
-  for (const Mode& m : {Mode{"--dense bf16", false, false}, Mode{"--dense int8", true, false},
-                        Mode{"--mmap-dense", false, true}}) {
+  for (const Mode& m : {Mode{"--dense bf16", false, false, false}, Mode{"--dense bf16c", false, false, true},
+                        Mode{"--dense int8", true, false, false}, Mode{"--mmap-dense", false, true, false}}) {
     LoadOptions o = plan_opts;
     o.dense_int8 = m.int8;
+    o.dense_bf16c = m.bf16c ? 1 : 0;
     o.resident_dense = !m.mapped;
     const model::MemoryPlan p = model::plan_for_options(*ck, c, o);
     std::printf("%-14s %s\n", m.name, p.fits ? p.line().c_str() : p.refusal.c_str());

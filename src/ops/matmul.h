@@ -120,6 +120,9 @@ void matmul_batch(const BatchProduct* items, size_t count);
 //             as llama.cpp and vLLM do. Its one-row products (avx512) run in
 //             8-row tiles or with the rows read one after another, whichever a
 //             probe on first use times faster (logged; Zen 4: the rows).
+// BF16C matrices (the lossless 12-bit form, ops/bf16c.h) always widen, with their
+// own kernels (same sums as widen; one-row prefetch variant picked by bf16c_pays's
+// probe); the loader makes them only where that probe finds them faster (--dense auto).
 // Environment: QINFER_KERNEL_OPTS=bf16_dot, or bf16_<name> for any kernel above
 // (bf16_widen, bf16_widen_t0, ..., bf16_split) to force it (an error when the
 // path lacks it).

@@ -46,9 +46,11 @@ TEST(MemoryPlanCli, ContextThatDoesNotFitNamesMaxModelLen) {
 TEST(MemoryPlanCli, InspectShowsThePlanOfEachMode) {
   RunResult r = run("inspect " + kModel + " --memory-budget-gb 4 --max-model-len 1024");
   ASSERT_EQ(r.code, 0) << r.out;
-  for (const char* mode : {"--dense bf16   memory plan: budget 4.00 GB", "--dense int8   memory plan: budget 4.00 GB",
+  for (const char* mode : {"--dense bf16   memory plan: budget 4.00 GB", "--dense bf16c  memory plan: budget 4.00 GB",
+                           "--dense int8   memory plan: budget 4.00 GB",
                            "--mmap-dense   memory plan: budget 4.00 GB"})
     EXPECT_NE(r.out.find(mode), std::string::npos) << mode << "\n" << r.out;
+  EXPECT_NE(r.out.find("(12-bit BF16 at most "), std::string::npos) << r.out;   // the bf16c row
   r = run("inspect " + kModel + " --memory-budget-gb 0.001");
   ASSERT_EQ(r.code, 0) << r.out;   // inspect reports; it does not refuse
   EXPECT_NE(r.out.find("--dense int8   memory plan: the model needs"), std::string::npos) << r.out;
