@@ -152,6 +152,26 @@ TEST(Bf16c, SimdPathsMatchScalarTwin) {
   }
 }
 
+// A view of the first rows (as model::row_prefix makes for MTP drafts' vocab limit)
+// shares the stream and the whole escape index.
+TEST(Bf16c, RowPrefixViewMatchesBf16) {
+  std::mt19937 rng(7);
+  const auto w = make_weights(50, 256, rng);
+  const DenseMatrix b = dense_view(WType::BF16, w.data(), 50, 256);
+  const DenseMatrix c = dense_to_bf16c(b, bf16c_table(b));
+  DenseMatrix v;
+  v.type = WType::BF16C;
+  v.rows = 21;
+  v.cols = 256;
+  v.data = c.weights();
+  v.bf16c = c.bf16c;
+  const auto x = testing::random_floats(rng, 256);
+  std::vector<float> want(50), got(21);
+  matmul(c, x.data(), 1, want.data());
+  matmul(v, x.data(), 1, got.data());
+  for (int64_t r = 0; r < 21; ++r) EXPECT_EQ(got[r], want[r]) << r;
+}
+
 TEST(Bf16c, Int8FromBf16cEqualsInt8FromBf16) {
   std::mt19937 rng(6);
   const auto w = make_weights(20, 256, rng);
