@@ -55,6 +55,16 @@ std::function<void(int64_t, int64_t)> drop_rows(const uint8_t* src, int64_t row_
 }
 }  // namespace
 
+bool reencode_bf16c(ops::DenseMatrix& m, ResidentArena* arena, const std::function<void(int64_t, int64_t)>& rows_done) {
+  if (!ops::bf16c_encodable(m)) return false;
+  // Where the table leaves more than 1 block in 20 raw, the form saves little: kept as is.
+  const ops::Bf16cTable table = ops::bf16c_table(m);
+  if (table.escape_share > kBf16cMaxEscapeShare) return false;
+  uint8_t* dst = arena ? arena->alloc(static_cast<size_t>(ops::bf16c_stream_bytes(m.rows, m.cols))) : nullptr;
+  m = ops::dense_to_bf16c(m, table, rows_done, dst);
+  return true;
+}
+
 void to_f32(DType dtype, const uint8_t* p, int64_t n, float* out) {
   if (dtype == DType::F32) {
     std::memcpy(out, p, n * sizeof(float));
@@ -104,14 +114,9 @@ Linear WeightReader::dense_linear(const TensorInfo& t, const uint8_t* src, int64
   l.cols = cols;
   const int64_t esz = static_cast<int64_t>(dtype_size(t.dtype));
   l.dense = ops::dense_view(wtype_of(t), src, rows, cols);
-  if (quantizable && !dense_int8_ && bf16c_ && bf16c_ok && ops::bf16c_encodable(l.dense)) {
-    // Where the table leaves more than 1 block in 20 raw, the form saves little: kept as is.
-    const ops::Bf16cTable table = ops::bf16c_table(l.dense);
-    if (table.escape_share <= kBf16cMaxEscapeShare) {
-      uint8_t* dst = arena_ ? arena_->alloc(static_cast<size_t>(ops::bf16c_stream_bytes(rows, cols))) : nullptr;
-      l.dense = ops::dense_to_bf16c(l.dense, table, drop_rows(src, cols * esz), dst);
-      drop_pages(src, static_cast<size_t>(rows * cols * esz));
-    }
+  if (quantizable && !dense_int8_ && bf16c_ && bf16c_ok) {
+    if (reencode_bf16c(l.dense, arena_, drop_rows(src, cols * esz)))
+      drop_pages(src, static_cast<size_t>(rows * cols * esz));   // re-encoded: the source is not read again
     return l;
   }
   if (quantizable && dense_int8_) {

@@ -3,6 +3,7 @@
 // GPTQ int4 matrix. All products go through ops/matmul.h.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,6 +33,12 @@ struct Linear {
 Linear row_prefix(const Linear& l, int64_t rows);
 // An int8 (per-row scale) copy of a dense Linear, as --dense int8 makes. Error for GPTQ.
 Linear to_int8(const Linear& l);
+// Re-encodes an encodable BF16 matrix (ops::bf16c_encodable) in the 12-bit form, its
+// stream in `arena` when given (else owned), unless its sampled blocks escape more
+// often than kBf16cMaxEscapeShare; rows_done as ops::dense_to_bf16c's. Returns whether
+// it did (the caller then drops the source pages).
+bool reencode_bf16c(ops::DenseMatrix& m, ResidentArena* arena,
+                    const std::function<void(int64_t, int64_t)>& rows_done = nullptr);
 
 // n values of a float tensor (F32, BF16 or F16 bytes at p, any alignment) widened to fp32.
 void to_f32(DType dtype, const uint8_t* p, int64_t n, float* out);

@@ -5,7 +5,6 @@
 
 #include "io/dtype.h"
 #include "model/gptq_experts.h"
-#include "ops/bf16c.h"
 #include "ops/norms_activations_rope.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -197,13 +196,8 @@ std::unique_ptr<ModelWeights> load_weights(const ModelConfig& cfg, std::unique_p
       uint8_t* dst = w->resident ? w->resident->alloc(static_cast<size_t>(V * H)) : nullptr;
       w->lm_head.dense = ops::dense_to_q8(w->lm_head.dense, nullptr, dst);
       drop_pages(w->embed->data, w->embed->nbytes);   // only single embedding rows are read from now on
-    } else if (dense_bf16c && w->resident && ops::bf16c_encodable(w->lm_head.dense)) {
-      const ops::Bf16cTable table = ops::bf16c_table(w->lm_head.dense);
-      if (table.escape_share <= kBf16cMaxEscapeShare) {
-        uint8_t* dst = w->resident->alloc(static_cast<size_t>(ops::bf16c_stream_bytes(V, H)));
-        w->lm_head.dense = ops::dense_to_bf16c(w->lm_head.dense, table, nullptr, dst);
-        drop_pages(w->embed->data, w->embed->nbytes);
-      }
+    } else if (dense_bf16c && w->resident && reencode_bf16c(w->lm_head.dense, w->resident.get())) {
+      drop_pages(w->embed->data, w->embed->nbytes);   // only single embedding rows are read from now on
     }
   } else {
     fail(c.dir(), ": tensor lm_head.weight is missing (tie_word_embeddings is false)");
