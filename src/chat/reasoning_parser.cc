@@ -88,13 +88,16 @@ ReasoningStream::ReasoningStream(bool reasoning_ended_in_prompt)
 
 ReasoningStream::Delta ReasoningStream::push(std::string_view delta) {
   Delta out;
-  pending_.append(delta);
+  // A character cut by the split waits for its last byte (see incomplete_utf8_tail).
+  append_whole_characters(utf8_tail_, delta, pending_);
   process(out, false);
   return out;
 }
 
 ReasoningStream::Delta ReasoningStream::finish() {
   Delta out;
+  pending_.append(utf8_tail_);
+  utf8_tail_.clear();
   process(out, true);
   return out;
 }

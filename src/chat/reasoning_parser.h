@@ -64,6 +64,7 @@ class ReasoningStream {
 
   Mode mode_;
   std::string pending_;             // text not yet classified
+  std::string utf8_tail_;           // the start of a character whose last bytes have not come yet
   bool tool_call_checked_ = false;  // the first "<tool_call>" was judged not to end reasoning
 };
 

@@ -60,6 +60,23 @@ size_t py_space_len_before(std::string_view s, size_t end) {
   return 0;
 }
 
+size_t incomplete_utf8_tail(std::string_view s) {
+  for (size_t n = 1; n <= 3 && n <= s.size(); ++n) {
+    const auto c = static_cast<unsigned char>(s[s.size() - n]);
+    if ((c & 0xC0) == 0x80) continue;  // continuation byte: look further back
+    const size_t want = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 1;
+    return want > n ? n : 0;
+  }
+  return 0;
+}
+
+void append_whole_characters(std::string& held, std::string_view delta, std::string& out) {
+  held.append(delta);
+  const size_t keep = incomplete_utf8_tail(held);
+  out.append(held, 0, held.size() - keep);
+  held.erase(0, held.size() - keep);
+}
+
 std::string_view py_lstrip(std::string_view s) {
   size_t i = 0;
   while (size_t n = py_space_len(s, i)) i += n;

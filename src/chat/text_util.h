@@ -3,6 +3,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace qinfer::chat {
@@ -16,6 +17,15 @@ std::string_view py_lstrip(std::string_view s);
 std::string_view py_rstrip(std::string_view s);
 inline std::string_view py_strip(std::string_view s) { return py_rstrip(py_lstrip(s)); }
 inline bool py_isblank(std::string_view s) { return py_lstrip(s).empty(); }
+
+// Bytes at the end of s that begin a UTF-8 sequence the text has not finished yet (a lead
+// byte followed by fewer continuation bytes than it announces), 0 when s ends on a code point
+// boundary. The streaming parsers hold these back: a piece cut inside a multi-byte character
+// must not be judged (e.g. as "not whitespace") differently from the whole character.
+size_t incomplete_utf8_tail(std::string_view s);
+// Appends delta to held (the bytes held back so far), then moves all but its incomplete tail
+// to out: what a streaming parser's push does with each piece.
+void append_whole_characters(std::string& held, std::string_view delta, std::string& out);
 
 // Length of the longest proper prefix of tag that is a suffix of text (vLLM partial_tag_overlap).
 size_t partial_tag_overlap(std::string_view text, std::string_view tag);

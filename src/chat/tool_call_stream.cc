@@ -44,13 +44,16 @@ ToolCallStream::ToolCallStream(ToolSchemas tools, ToolCallIdGenerator ids)
 
 ToolStreamDelta ToolCallStream::push(std::string_view delta) {
   ToolStreamDelta out;
-  text_.append(delta);
+  // A character cut by the split waits for its last byte (see incomplete_utf8_tail).
+  append_whole_characters(utf8_tail_, delta, text_);
   process(out, false);
   return out;
 }
 
 ToolStreamDelta ToolCallStream::finish() {
   ToolStreamDelta out;
+  text_.append(utf8_tail_);
+  utf8_tail_.clear();
   process(out, true);
   return out;
 }

@@ -84,6 +84,7 @@ class ToolCallStream {
   ToolSchemas tools_;
   ToolCallIdGenerator ids_;
   std::string text_;
+  std::string utf8_tail_;     // the start of a character whose last bytes have not come yet
   size_t sent_ = 0;           // text_ before this is emitted or consumed
   bool after_call_ = false;   // the last thing consumed was a tool-call block
   int next_index_ = 0;

@@ -30,7 +30,8 @@ const std::vector<std::string>& pieces() {
       "<tool_call>", "</tool_call>", "<function=", "<function ", "</function>", "<parameter=", "</parameter>",
       "get_weather", "f", "city", "days", "opts", "ok", "extra", ">", "<", "\n", "\n", " ", "\t", "Paris", "2",
       "-1", "1e999", "true", "{'k': [1, 2]}", "{\"a\": 1}", "null", "<tool_", "</tool_call", "<func", "</param",
-      "<think>", "</think>", "</thi", "<thi", "x", "é", "\xff", "{{name}}", "=", "\"", "\\"};
+      "<think>", "</think>", "</thi", "<thi", "x", "é", "\xff", "{{name}}", "=", "\"", "\\",
+      "\xc2\x85", "\xe3\x80\x80", "\xe2\x80\xa8"};  // NEL, U+3000, U+2028: Python whitespace, 2-3 bytes
   return p;
 }
 
@@ -151,6 +152,32 @@ std::string show(std::string_view text, const std::vector<size_t>& cuts) {
   std::string s = "text: \"" + std::string(text) + "\"\ncuts:";
   for (size_t c : cuts) s += " " + std::to_string(c);
   return s;
+}
+
+// Whitespace of two and three bytes (Python's str.isspace) cut inside the character: after a
+// call (dropped), after "<function" (a call) and before it (reasoning or not). The fuzz target
+// found the first: the stream judged the lone lead byte as text.
+TEST(SplitProperty, MultiByteWhitespaceCutInsideTheCharacter) {
+  const std::string texts[] = {
+      "<tool_call>\n<function=f>\n</function>\n</tool_call>\xc2\x85",
+      "<tool_call>\n<function=f>\n</function>\n</tool_call>\xe3\x80\x80\n",
+      "<tool_call><function\xc2\x85name=f>\n</function></tool_call>",
+      "hmm<tool_call>\xe2\x80\xa8<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function></tool_call>",
+  };
+  for (const std::string& text : texts) {
+    std::vector<size_t> every(text.size());
+    for (size_t i = 0; i < every.size(); ++i) every[i] = i;
+    const ToolOut whole = stream_tools(text, {});
+    EXPECT_EQ(stream_tools(text, every), whole) << show(text, every);
+    for (bool ended : {false, true})
+      EXPECT_EQ(stream_reasoning(text, every, ended), stream_reasoning(text, {}, ended)) << show(text, every);
+  }
+  // The held bytes are emitted once the character completes, and at finish when it never does.
+  ReasoningStream rs(true);
+  EXPECT_EQ(rs.push("a\xe3\x80").content, "a");
+  EXPECT_EQ(rs.push("\x80b").content, "\xe3\x80\x80b");
+  EXPECT_EQ(rs.push("\xc2").content, "");
+  EXPECT_EQ(rs.finish().content, "\xc2");
 }
 
 constexpr int kCases = 4000;
