@@ -305,6 +305,9 @@ int register_all() {
       dense("bf16_matmul_2048x8192_n64", WType::BF16, 8192, 2048, 64);
       dense("bf16_matmul_2048x8192_n512", WType::BF16, 8192, 2048, 512);
       dense("bf16_matmul_4096x2048_n512", WType::BF16, 2048, 4096, 512);   // 4096-wide rows: output projections
+      // Expert-sized token counts around the panel threshold (kQ4PanelMin), then prefill sizes.
+      for (int64_t n : {4, 8, 12, 16, 24})
+        int4(("int4_matmul_expert_512x2048_n" + std::to_string(n)).c_str(), 512, 2048, n, 1);
       int4("int4_matmul_expert_512x2048_n64", 512, 2048, 64, 1);
       int4("int4_matmul_expert_512x2048_n512", 512, 2048, 512, 1);
       benchmark::RegisterBenchmark(("int4_matmul_moe_512tok_1024x2048/" + p).c_str(), bm_int4_moe, p, 1024, 2048,

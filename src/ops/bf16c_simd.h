@@ -137,11 +137,12 @@ void c12_rows(const DenseMatrix& W, const float* X, int64_t n, float* Y, int64_t
   const int64_t K = W.cols, ldy = W.rows;
   if (n >= kPrefillMin) {
     if constexpr (V::kDensePanels) {
-      if (n >= kDensePanelMin) {   // dense_panel_rows on 16 rows decoded at a time
+      if (n >= kDensePanelMin) {   // dense_panel_rows on 32 rows decoded at a time (one panel pair)
+        constexpr int64_t kRows = 2 * kTR;
         thread_local std::vector<float> rows_buf;
-        if (static_cast<int64_t>(rows_buf.size()) < kTR * K) rows_buf.resize(kTR * K);
-        for (int64_t r = r0; r < r1; r += kTR) {
-          const int64_t nr = std::min<int64_t>(kTR, r1 - r);
+        if (static_cast<int64_t>(rows_buf.size()) < kRows * K) rows_buf.resize(kRows * K);
+        for (int64_t r = r0; r < r1; r += kRows) {
+          const int64_t nr = std::min<int64_t>(kRows, r1 - r);
           c12_decode_f32(c, dec, r, nr, rows_buf.data(), K);
           dense_panel_rows<LdF32, float>(rows_buf.data(), K, nullptr, X, n, Y + r, ldy, 0, nr);
         }

@@ -98,7 +98,8 @@ void for_rows(int64_t rows, double work_per_row, const Fn& fn) {
     fn(0, rows);
     return;
   }
-  const int64_t piece = std::max((grain + 3) / 4, blocks / (threads * 8));
+  int64_t piece = std::max((grain + 3) / 4, blocks / (threads * 8));
+  if (piece > 1) piece += piece & 1;  // whole pairs of blocks: prefill panels go two at a time
   std::atomic<int64_t> next{0};
   parallel_for(threads, 1, [&](int64_t, int64_t, int) {
     t_in_kernel = true;

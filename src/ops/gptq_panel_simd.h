@@ -46,15 +46,14 @@ inline void q4_tile_panel(const GptqMatrix& W, int64_t t, float* panel) {
 // Activation rows [j0, j0 + NX) of Xp ([n][kp], packed order) against a panel.
 template <bool Half>
 void gptq_rows_f32_t(const GptqMatrix& W, const float* Xp, int64_t n, float* Y, int64_t r0, int64_t r1) {
+  constexpr int kPanels = V::kPanelPairs ? 2 : 1;   // tiles dequantized per pass (panels_all)
   const int64_t kp = W.padded_cols();
   thread_local std::vector<float> panel_buf;
-  if (static_cast<int64_t>(panel_buf.size()) < kp * kTR) panel_buf.resize(kp * kTR);
-  float* panel = panel_buf.data();
-  for (int64_t r = r0; r < r1; r += kTR) {
-    const int64_t t = r / kTR;
-    const int nr = static_cast<int>(std::min<int64_t>(kTR, r1 - r));
-    q4_tile_panel<Half>(W, t, panel);
-    q4_panel_all(panel, kp, Xp, n, Y, W.rows(), r, nr);
+  if (static_cast<int64_t>(panel_buf.size()) < kPanels * kp * kTR) panel_buf.resize(kPanels * kp * kTR);
+  for (int64_t r = r0; r < r1; r += kPanels * kTR) {
+    const int nr = static_cast<int>(std::min<int64_t>(kPanels * kTR, r1 - r));
+    for (int p = 0; p * kTR < nr; ++p) q4_tile_panel<Half>(W, r / kTR + p, panel_buf.data() + p * kp * kTR);
+    panels_all(panel_buf.data(), kp * kTR, kp, Xp, n, Y, W.rows(), r, nr);
   }
 }
 

@@ -23,6 +23,7 @@ struct V {
   static constexpr int NX = 2;
   static constexpr int kTileAcc = 0;   // no dense_rows_wide: 16 registers
   static constexpr int PNX = 4;  // activation rows per fp32 panel pass (prefill)
+  static constexpr bool kPanelPairs = false;  // 16 registers: one panel (2 vectors) per pass
   static constexpr int Q4NX = 1;  // activation rows per int4 tile pass
   static constexpr int kC12Acc = 8;   // accumulators of a BF16C tile (bf16c_simd.h)
 

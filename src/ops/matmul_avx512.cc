@@ -30,6 +30,8 @@ struct V {
   static constexpr int NX = 4;    // activation rows per tile
   static constexpr int kTileAcc = 24;  // accumulators of a 2-4 row tile (dense_rows_wide)
   static constexpr int PNX = 8;  // activation rows per fp32 panel pass (prefill)
+  static constexpr bool kPanelPairs = true;  // two 16-row panels per pass (dense_panel_simd.h)
+  static constexpr int PNX2 = 12;  // activation rows per pass over a panel pair: 24 accumulators
   static constexpr int Q4NX = 4;  // activation rows per int4 tile pass
   static constexpr int kC12Acc = 16;  // accumulators of a BF16C tile (bf16c_simd.h)
 

@@ -136,7 +136,7 @@ INSTANTIATE_TEST_SUITE_P(Paths, DenseByPath, ::testing::ValuesIn(available_paths
 TEST(DenseKernels, SimdPathsMatchScalarTwin) {
   std::mt19937 rng(3);
   DenseCase c = make_dense(WType::BF16, 131, 515, rng);
-  for (const int64_t n : {1, 33}) {   // 1: the decode row kernels (bf16: split lanes)
+  for (const int64_t n : {1, 33, 130}) {   // 1: the decode row kernels (bf16: split lanes); 130: panel pairs
     auto x = testing::random_floats(rng, n * 515);
     std::vector<float> want(n * 131);
     {
