@@ -301,6 +301,9 @@ int register_all() {
     if (fast)
       benchmark::RegisterBenchmark(("int4_matvec_8of256experts_1024x2048/" + p).c_str(), bm_int4_pool, p, 1024, 2048,
                                    256, 8)->Unit(benchmark::kMicrosecond)->UseRealTime();
+    if (fast)  // the same with gate and up as separate matrices (per-expert checkpoints): 16 of 512 a call
+      benchmark::RegisterBenchmark(("int4_matvec_16of512experts_512x2048/" + p).c_str(), bm_int4_pool, p, 512, 2048,
+                                   512, 16)->Unit(benchmark::kMicrosecond)->UseRealTime();
     if (fast) {
       dense("bf16_matmul_2048x8192_n64", WType::BF16, 8192, 2048, 64);
       dense("bf16_matmul_2048x8192_n512", WType::BF16, 8192, 2048, 512);
