@@ -50,13 +50,14 @@ inline void q4_panel_rows(const float* panel, int64_t kp, const float* Xp, int64
       for (int h = 0; h < kH; ++h) acc[j][h] = V::fma(xv, w[h], acc[j][h]);
     }
   }
+  alignas(64) float tmp[NX][kTR];   // one buffer after the loop (see q4_panel2_rows)
   QINFER_UNROLL
+  for (int j = 0; j < NX; ++j)
+    QINFER_UNROLL
+    for (int h = 0; h < kH; ++h) V::store(tmp[j] + h * V::W, acc[j][h]);
   for (int j = 0; j < NX; ++j) {
     float* y = Y + (j0 + j) * ldy + r0;
-    alignas(64) float tmp[kTR];
-    QINFER_UNROLL
-    for (int h = 0; h < kH; ++h) V::store(tmp + h * V::W, acc[j][h]);
-    for (int i = 0; i < nr; ++i) y[i] = tmp[i];
+    for (int i = 0; i < nr; ++i) y[i] = tmp[j][i];
   }
 }
 
@@ -168,9 +169,9 @@ void dense_panel_rows(const E* w, int64_t K, const float* scales, const float* X
           const T x = rem == V::W ? L::ld(src) : L::ld_tail(src, rem);
           v[i] = scales ? V::mul(x, V::set1(scales[rp + i])) : x;
         }
-        V::transpose16(v);
+        V::transpose16(v);   // columns k .. k + W - 1 as panel rows, kH vectors each
         QINFER_UNROLL
-        for (int c = 0; c < kTR; ++c) V::store(panel + (k + c) * kTR, v[c]);
+        for (int c = 0; c < kTR; ++c) V::store(panel + k * kTR + c * V::W, v[c]);
       }
     }
     panels_all(panel_buf.data(), kpad * kTR, K, X, n, Y, ldy, r, nr);

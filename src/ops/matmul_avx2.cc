@@ -22,7 +22,7 @@ struct V {
   static constexpr int NR = 4;
   static constexpr int NX = 2;
   static constexpr int kTileAcc = 0;   // no dense_rows_wide: 16 registers
-  static constexpr int PNX = 4;  // activation rows per fp32 panel pass (prefill)
+  static constexpr int PNX = 6;  // activation rows per fp32 panel pass (prefill): 12 accumulators
   static constexpr bool kPanelPairs = false;  // 16 registers: one panel (2 vectors) per pass
   static constexpr int Q4NX = 1;  // activation rows per int4 tile pass
   static constexpr int kC12Acc = 8;   // accumulators of a BF16C tile (bf16c_simd.h)
@@ -90,8 +90,36 @@ struct V {
   }
   static I add16(I a, I b) { return _mm256_add_epi16(a, b); }
   static I widen16(I p) { return _mm256_madd_epi16(p, _mm256_set1_epi16(1)); }
-  static constexpr bool kDensePanels = false;  // dense prefill keeps the row tiles
-  static void transpose16(T*) {}
+  static constexpr bool kDensePanels = true;
+  // 8 x 8 transpose: out[c] = column c of the rows in[0..7].
+  static void transpose8(const T* in, T* out) {
+    T t[8], u[8];
+    for (int i = 0; i < 4; ++i) {
+      t[2 * i] = _mm256_unpacklo_ps(in[2 * i], in[2 * i + 1]);
+      t[2 * i + 1] = _mm256_unpackhi_ps(in[2 * i], in[2 * i + 1]);
+    }
+    for (int h = 0; h < 2; ++h) {
+      u[4 * h + 0] = _mm256_shuffle_ps(t[4 * h + 0], t[4 * h + 2], 0x44);
+      u[4 * h + 1] = _mm256_shuffle_ps(t[4 * h + 0], t[4 * h + 2], 0xEE);
+      u[4 * h + 2] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], 0x44);
+      u[4 * h + 3] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], 0xEE);
+    }
+    for (int c = 0; c < 4; ++c) {
+      out[c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x20);
+      out[4 + c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x31);
+    }
+  }
+  // 16 rows of 8 columns into panel order: r[2c + h] = column c of rows 8h .. 8h + 7
+  // (stored one after another, a k-major panel row of 16 is two vectors).
+  static void transpose16(T* r) {
+    T a[8], b[8];
+    transpose8(r, a);
+    transpose8(r + 8, b);
+    for (int c = 0; c < 8; ++c) {
+      r[2 * c] = a[c];
+      r[2 * c + 1] = b[c];
+    }
+  }
   // Byte e of every 32-bit lane, zero-extended.
   static I byte_lane(I v, int e) { return _mm256_and_si256(_mm256_srli_epi32(v, 8 * e), _mm256_set1_epi32(255)); }
   static T fmsub(T a, T b, T c) { return _mm256_fmsub_ps(a, b, c); }  // a*b - c
