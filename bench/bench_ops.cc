@@ -106,6 +106,9 @@ void bm_dense(benchmark::State& st, std::string path, WType t, int64_t rows, int
   }
   auto x = activations(n, cols);
   std::vector<float> y(n * rows);
+  // Once untimed: the start-up probes (BF16 kernel, BF16C variant, int8 kernel) run on the
+  // first product; timed, a 0.3-0.8 s probe became the single iteration google-benchmark ran.
+  matmul(w, x.data(), n, y.data());
   for (auto _ : st) {
     matmul(w, x.data(), n, y.data());
     benchmark::DoNotOptimize(y.data());
