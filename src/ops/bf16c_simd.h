@@ -137,7 +137,7 @@ void c12_rows(const DenseMatrix& W, const float* X, int64_t n, float* Y, int64_t
   const int64_t K = W.cols, ldy = W.rows;
   if (n >= kPrefillMin) {
     if constexpr (V::kDensePanels) {
-      if (n >= kDensePanelMin) {   // dense_panel_rows on 32 rows decoded at a time (one panel pair)
+      if (n >= kDensePanelMin) {   // dense_panel_rows on 32 rows decoded at a time (a panel pair on AVX-512)
         constexpr int64_t kRows = 2 * kTR;
         thread_local std::vector<float> rows_buf;
         if (static_cast<int64_t>(rows_buf.size()) < kRows * K) rows_buf.resize(kRows * K);
