@@ -183,47 +183,54 @@ bool ToolCallStream::process_call(ToolStreamDelta& out, bool at_end) {
   }
 
   if (block_end == xml::npos) {
-    if (!header_sent_ || params_blocked_) return false;
-    // Stream every parameter whose structural close has arrived, before the first
-    // "</function>" or "</tool_call>" of any kind (what follows one may belong to another
-    // block; those values go out with the final parse).
-    const nlohmann::json* props = tools_.properties(name_);
-    const size_t fn_end = body.find(xml::kFunctionEnd);  // kept, as the last value's lookahead
-    body = body.substr(0, std::min(fn_end == xml::npos ? fn_end : fn_end + xml::kFunctionEnd.size(),
-                                   body.find(kToolCallEnd)));
-    for (;;) {
-      const size_t start = xml::next_param_open(body, param_pos_, nullptr);
-      if (start == xml::npos) break;
-      const size_t pname_start = start + xml::kParamPrefix.size();
-      const size_t pname_end = body.find('>', pname_start);
-      if (pname_end == xml::npos) break;
-      const std::string_view pname = body.substr(pname_start, pname_end - pname_start);
-      const std::string_view value_text = body.substr(pname_end + 1);
-      const size_t end = xml::true_param_end(value_text, filter, true, true);
-      if (end == xml::npos) break;
-      const std::string_view value = xml::trim_value(value_text.substr(0, end));
-      // Only a value free of tags is certain to be read the same by the block's final parse
-      // (its close is then the first "</parameter>" in every reading); anything else, and a
-      // value vLLM would reject, waits for the final parse with all that follow it.
-      if (has_tag(value)) {
-        params_blocked_ = true;
-        break;
-      }
-      PyValue v;
-      try {
-        v = convert_param_value(value, pname, props);
-      } catch (const ToolValueOverflow&) {
-        params_blocked_ = true;
-        break;
-      }
-      emit_args(out, xml::argument_fragment(pname, v, params_emitted_ == 0));
-      ++params_emitted_;
-      param_pos_ = pname_end + 1 + end + xml::kParamEnd.size();
-    }
+    if (header_sent_) stream_params(out, body);
     return false;
   }
   end_call(out, block_end);
   return true;
+}
+
+// Streams every parameter of the body (text from body_start_; all of it or what has come so
+// far) whose structural close has arrived and that the block's final parse is certain to read
+// the same, continuing from param_pos_; stops for good (params_blocked_) at the first that is
+// not. Only what lies before the first "</function>" or "</tool_call>" of any kind is used
+// (what follows one may belong to another block; those values go out with the final parse).
+void ToolCallStream::stream_params(ToolStreamDelta& out, std::string_view body) {
+  if (params_blocked_) return;
+  const NameSet* filter = has_props_ ? &names_ : nullptr;
+  const nlohmann::json* props = tools_.properties(name_);
+  const size_t fn_end = body.find(xml::kFunctionEnd);  // kept, as the last value's lookahead
+  body = body.substr(0, std::min(fn_end == xml::npos ? fn_end : fn_end + xml::kFunctionEnd.size(),
+                                 body.find(kToolCallEnd)));
+  for (;;) {
+    const size_t start = xml::next_param_open(body, param_pos_, nullptr);
+    if (start == xml::npos) break;
+    const size_t pname_start = start + xml::kParamPrefix.size();
+    const size_t pname_end = body.find('>', pname_start);
+    if (pname_end == xml::npos) break;
+    const std::string_view pname = body.substr(pname_start, pname_end - pname_start);
+    const std::string_view value_text = body.substr(pname_end + 1);
+    const size_t end = xml::true_param_end(value_text, filter, true, true);
+    if (end == xml::npos) break;
+    const std::string_view value = xml::trim_value(value_text.substr(0, end));
+    // Only a value free of tags is certain to be read the same by the block's final parse
+    // (its close is then the first "</parameter>" in every reading); anything else, and a
+    // value vLLM would reject, waits for the final parse with all that follow it.
+    if (has_tag(value)) {
+      params_blocked_ = true;
+      break;
+    }
+    PyValue v;
+    try {
+      v = convert_param_value(value, pname, props);
+    } catch (const ToolValueOverflow&) {
+      params_blocked_ = true;
+      break;
+    }
+    emit_args(out, xml::argument_fragment(pname, v, params_emitted_ == 0));
+    ++params_emitted_;
+    param_pos_ = pname_end + 1 + end + xml::kParamEnd.size();
+  }
 }
 
 void ToolCallStream::end_call(ToolStreamDelta& out, size_t block_end) {
@@ -245,9 +252,14 @@ void ToolCallStream::end_call(ToolStreamDelta& out, size_t block_end) {
       // Only with a duplicated parameter name (or a value vLLM rejects): the earlier value is
       // already out, so send the remaining parameters in text order. JSON readers keep the
       // last duplicate, which is the value the non-streaming dict holds.
-      if (parsed)
+      if (parsed) {
         for (size_t i = params_emitted_; i < parsed->params.size(); ++i)
           emit_args(out, xml::argument_fragment(parsed->params[i].first, parsed->params[i].second, i == 0));
+      } else {
+        // The final parse failed (a later value vLLM rejects): what streaming sends of the
+        // whole block, however much of it had come before (split-independent), then the close.
+        stream_params(out, std::string_view(text_).substr(body_start_, block_end - body_start_));
+      }
       emit_args(out, "}");
     }
     calls_.push_back({id_, name_, streamed_args_});

@@ -79,6 +79,7 @@ class ToolCallStream {
   void process(ToolStreamDelta& out, bool at_end);
   bool process_call(ToolStreamDelta& out, bool at_end);
   void emit_args(ToolStreamDelta& out, std::string_view text);
+  void stream_params(ToolStreamDelta& out, std::string_view body);
   void end_call(ToolStreamDelta& out, size_t block_end);
 
   ToolSchemas tools_;

@@ -15,7 +15,7 @@ using testing::param;
 
 const char* kToolsJson = R"([
   {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {
-    "city": {"type": "string"}, "days": {"type": "integer"}, "opts": {"type": "object"}}}}},
+    "city": {"type": "string"}, "days": {"type": "integer"}, "opts": {"type": "object"}, "temp": {"type": "number"}}}}},
   {"type": "function", "function": {"name": "write_file", "parameters": {"type": "object", "properties": {
     "path": {"type": "string"}, "content": {"type": "string"}}}}}
 ])";
@@ -113,6 +113,19 @@ TEST(ToolCallStream, EverySplitAgreesWithNonStreaming) {
     for (size_t i = 1; i < text.size(); ++i) every.push_back(i);
     ASSERT_EQ(run(text, every), whole) << text;
   }
+}
+
+// A value vLLM rejects (1e999 for a number: int(inf) overflows) after one that streamed: the
+// block's final parse fails, and the stream closes what it sent however the text was split;
+// the whole text used to close "{}" while a split one had already sent {"city": ...} (found
+// by fuzz_tool_reasoning_parsers). The non-streaming parser drops the calls (tool_parser.h).
+TEST(ToolCallStream, ALaterRejectedValueClosesWhatStreamedAtEverySplit) {
+  const std::string text = call("get_weather", param("city", "Paris") + param("temp", "1e999"));
+  const Streamed whole = run(text, {});
+  ASSERT_EQ(whole.args.size(), 1u) << text;
+  EXPECT_EQ(whole.args[0], R"({"city": "Paris"})");
+  for (size_t a = 0; a <= text.size(); ++a) ASSERT_EQ(run(text, {a}), whole) << "cut at " << a;
+  EXPECT_TRUE(parse_tool_calls(text, tools(), counter_ids()).tool_calls.empty());
 }
 
 TEST(ToolCallStream, IncrementalFragments) {
