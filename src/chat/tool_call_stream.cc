@@ -249,15 +249,16 @@ void ToolCallStream::end_call(ToolStreamDelta& out, size_t block_end) {
     if (!final_args.empty() && final_args.starts_with(streamed_args_)) {
       emit_args(out, std::string_view(final_args).substr(streamed_args_.size()));
     } else {
-      // Only with a duplicated parameter name (or a value vLLM rejects): the earlier value is
+      // A duplicated parameter name (or a value json.dumps rejects): the earlier value is
       // already out, so send the remaining parameters in text order. JSON readers keep the
       // last duplicate, which is the value the non-streaming dict holds.
       if (parsed) {
         for (size_t i = params_emitted_; i < parsed->params.size(); ++i)
           emit_args(out, xml::argument_fragment(parsed->params[i].first, parsed->params[i].second, i == 0));
       } else {
-        // The final parse failed (a later value vLLM rejects): what streaming sends of the
-        // whole block, however much of it had come before (split-independent), then the close.
+        // No final parse (it threw: a value vLLM rejects, e.g. 1e999 for a number): what
+        // streaming sends of the whole block, however much of it had come before
+        // (split-independent), then the close.
         stream_params(out, std::string_view(text_).substr(body_start_, block_end - body_start_));
       }
       emit_args(out, "}");

@@ -138,42 +138,46 @@ inline void panels_all(const float* panel, int64_t stride, int64_t kp, const flo
   q4_panel_all(panel, kp, Xp, n, Y, ldy, r, nr);
 }
 
-// Dense prefill on the same panels (where V::kDensePanels): 16 weight rows are
-// widened, scaled and transposed 16 columns at a time into a k-major panel (two
-// such panels where V::kPanelPairs), then every activation row runs against them
-// (panels_all). r0 is a multiple of 16 (for_rows hands out 16-row blocks).
+// Rows [r, r + nr) (nr <= 16) of a dense matrix widened, scaled and transposed 16 columns
+// at a time into a k-major panel (K + V::W rows of 16: the last transpose may run past K;
+// rows past nr are zero). The dense twin of q4_tile_panel.
+template <class L, class E>
+inline void dense_tile_panel(const E* w, int64_t K, const float* scales, int64_t r, int nr, float* panel) {
+  using T = typename V::T;
+  for (int64_t k = 0; k < K; k += V::W) {
+    const int rem = static_cast<int>(std::min<int64_t>(V::W, K - k));
+    T v[kTR];
+    QINFER_UNROLL
+    for (int i = 0; i < kTR; ++i) {
+      if (i >= nr) {
+        v[i] = V::zero();
+        continue;
+      }
+      const E* src = w + (r + i) * K + k;
+      const T x = rem == V::W ? L::ld(src) : L::ld_tail(src, rem);
+      v[i] = scales ? V::mul(x, V::set1(scales[r + i])) : x;
+    }
+    V::transpose16(v);   // columns k .. k + W - 1 as panel rows, kH vectors each
+    QINFER_UNROLL
+    for (int c = 0; c < kTR; ++c) V::store(panel + k * kTR + c * V::W, v[c]);
+  }
+}
+
+// Dense prefill on the same panels (where V::kDensePanels): 16 weight rows at a time
+// into a k-major panel (dense_tile_panel; two panels where V::kPanelPairs), then every
+// activation row runs against them (panels_all). r0 is a multiple of 16 (for_rows hands
+// out 16-row blocks).
 template <class L, class E>
 void dense_panel_rows(const E* w, int64_t K, const float* scales, const float* X, int64_t n, float* Y, int64_t ldy,
                       int64_t r0, int64_t r1) {
-  using T = typename V::T;
   constexpr int kPanels = V::kPanelPairs ? 2 : 1;
-  const int64_t kpad = K + V::W;  // a panel's k-major rows (the last transpose may run past K)
+  const int64_t stride = (K + V::W) * kTR;   // floats per panel
   thread_local std::vector<float> panel_buf;
-  if (static_cast<int64_t>(panel_buf.size()) < kPanels * kpad * kTR) panel_buf.resize(kPanels * kpad * kTR);
+  if (static_cast<int64_t>(panel_buf.size()) < kPanels * stride) panel_buf.resize(kPanels * stride);
   for (int64_t r = r0; r < r1; r += kPanels * kTR) {
     const int nr = static_cast<int>(std::min<int64_t>(kPanels * kTR, r1 - r));
-    for (int p = 0; p * kTR < nr; ++p) {
-      float* panel = panel_buf.data() + p * kpad * kTR;
-      const int64_t rp = r + p * kTR;
-      const int np = std::min(kTR, nr - p * kTR);
-      for (int64_t k = 0; k < K; k += V::W) {
-        const int rem = static_cast<int>(std::min<int64_t>(V::W, K - k));
-        T v[kTR];
-        QINFER_UNROLL
-        for (int i = 0; i < kTR; ++i) {
-          if (i >= np) {
-            v[i] = V::zero();
-            continue;
-          }
-          const E* src = w + (rp + i) * K + k;
-          const T x = rem == V::W ? L::ld(src) : L::ld_tail(src, rem);
-          v[i] = scales ? V::mul(x, V::set1(scales[rp + i])) : x;
-        }
-        V::transpose16(v);   // columns k .. k + W - 1 as panel rows, kH vectors each
-        QINFER_UNROLL
-        for (int c = 0; c < kTR; ++c) V::store(panel + k * kTR + c * V::W, v[c]);
-      }
-    }
-    panels_all(panel_buf.data(), kpad * kTR, K, X, n, Y, ldy, r, nr);
+    for (int p = 0; p * kTR < nr; ++p)
+      dense_tile_panel<L, E>(w, K, scales, r + p * kTR, std::min(kTR, nr - p * kTR), panel_buf.data() + p * stride);
+    panels_all(panel_buf.data(), stride, K, X, n, Y, ldy, r, nr);
   }
 }
