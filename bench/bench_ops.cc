@@ -307,6 +307,9 @@ int register_all() {
     if (fast)  // the same with gate and up as separate matrices (per-expert checkpoints): 16 of 512 a call
       benchmark::RegisterBenchmark(("int4_matvec_16of512experts_512x2048/" + p).c_str(), bm_int4_pool, p, 512, 2048,
                                    512, 16)->Unit(benchmark::kMicrosecond)->UseRealTime();
+    if (fast)  // the same from a pool far larger than any L3 (2.4 GB): DRAM-bound
+      benchmark::RegisterBenchmark(("int4_matvec_16of4096experts_512x2048/" + p).c_str(), bm_int4_pool, p, 512, 2048,
+                                   4096, 16)->Unit(benchmark::kMicrosecond)->UseRealTime();
     if (fast) {
       dense("bf16_matmul_2048x8192_n64", WType::BF16, 8192, 2048, 64);
       dense("bf16_matmul_2048x8192_n512", WType::BF16, 8192, 2048, 512);

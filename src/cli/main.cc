@@ -45,6 +45,8 @@ void usage(std::FILE* out) {
                "      (default: a start-up probe picks the fastest, logged once on stderr)\n"
                "  QINFER_KERNEL_OPTS=q8_int|q8_widen|q8_widen_tiled  force the --dense int8 kernel for 1-7 activation rows\n"
                "      (default: a start-up probe picks the faster per host, logged once)\n"
+               "  QINFER_KERNEL_OPTS=q4_tiles|q4_pairs  force the GPTQ int4 decode layout (pairs: two tiles read\n"
+               "      side by side, avx512; the same results; default: a probe picks the faster, logged once)\n"
                "  QINFER_KERNEL_OPTS=bf16_split  activations as bf16 hi + lo (error 2^-18, logits ~1e-4)\n"
                "  QINFER_KERNEL_OPTS=bf16_dot  opt-in, less exact: round activations to bf16 for BF16\n"
                "      weights (relative error ~2e-3, over the golden 1e-3 budget; as llama.cpp does)\n"

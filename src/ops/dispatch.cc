@@ -12,6 +12,9 @@
 #include <string>
 
 #include <sys/mman.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <emmintrin.h>
+#endif
 
 #include "ops/cpu_features.h"
 #include "ops/matmul_table.h"
@@ -53,11 +56,13 @@ struct OptionsState {
   std::atomic<bool> bf16_dot{false};
   std::atomic<Bf16Kernel> bf16{Bf16Kernel::kProbe};
   std::atomic<Q8Kernel> q8{Q8Kernel::kProbe};
+  std::atomic<Q4Kernel> q4{Q4Kernel::kProbe};
   OptionsState() {
     const KernelOptions o = parse_kernel_options(std::getenv("QINFER_KERNEL_OPTS"));
     bf16_dot = o.bf16_dot;
     bf16 = o.bf16;
     q8 = o.q8;
+    q4 = o.q4;
   }
 };
 
@@ -411,12 +416,17 @@ std::vector<float> probe_activations(int64_t n) {
 }
 
 // Best time of each of `count` candidates (run(c) times candidate c) over 4
-// alternating rounds after one warm-up round (page faults, thread wake-up).
-template <class Run>
-std::vector<double> probe_times(size_t count, const Run& run) {
+// alternating rounds after one warm-up round (page faults, thread wake-up);
+// prepare() runs untimed before each.
+struct NoPrepare {
+  void operator()() const {}
+};
+template <class Run, class Prepare = NoPrepare>
+std::vector<double> probe_times(size_t count, const Run& run, const Prepare& prepare = {}) {
   std::vector<double> best(count, 1e30);
   for (int round = 0; round < 5; ++round)
     for (size_t c = 0; c < count; ++c) {
+      prepare();
       const auto t0 = std::chrono::steady_clock::now();
       run(c);
       if (round > 0)
@@ -448,16 +458,16 @@ double probe_score(const KernelProbe& p, size_t c) {
   if (p.one.empty()) return p.all[c] / all_min;
   return p.all[c] / all_min + p.one[c] / *std::min_element(p.one.begin(), p.one.end());
 }
-template <class Run>
-KernelProbe probe_kernels(size_t count, const Run& run, bool with_one = true) {
+template <class Run, class Prepare = NoPrepare>
+KernelProbe probe_kernels(size_t count, const Run& run, bool with_one = true, const Prepare& prepare = {}) {
   KernelProbe p;
-  p.all = probe_times(count, run);
+  p.all = probe_times(count, run, prepare);
   if (with_one && ThreadPool::global().size() > 1 && !t_in_kernel) {
     struct Inline {   // for_rows runs on this thread while it lives
       Inline() { t_in_kernel = true; }
       ~Inline() { t_in_kernel = false; }
     } inline_rows;
-    p.one = probe_times(count, run);
+    p.one = probe_times(count, run, prepare);
   }
   double best = 1e30;
   for (size_t c = 0; c < count; ++c) {
@@ -707,6 +717,75 @@ Q8Kernel q8_kernel_on(const KernelTable& t, int64_t n) {
   return one == Q8Kernel::kInt ? Q8Kernel::kInt : Q8Kernel::kWiden;
 }
 
+// Writes back and evicts [p, p + bytes) from every cache level (clflush, SSE2; the
+// pool threads take a part each).
+void flush_from_caches(const unsigned char* p, size_t bytes) {
+#if defined(__x86_64__) || defined(__i386__)
+  const int64_t lines = static_cast<int64_t>((bytes + 63) / 64);
+  parallel_for(lines, 4096, [&](int64_t l0, int64_t l1, int) {
+    for (int64_t l = l0; l < l1; ++l) _mm_clflush(p + 64 * l);
+    _mm_mfence();
+  });
+#else
+  (void)p, (void)bytes;
+#endif
+}
+
+// Per path: the probe's layout for one-row GPTQ products.
+std::atomic<Q4Kernel>& q4_choice(const KernelTable& t) {
+  static std::atomic<Q4Kernel> c[3] = {Q4Kernel::kProbe, Q4Kernel::kProbe, Q4Kernel::kProbe};
+  return c[path_index(t)];
+}
+
+// One-row GPTQ decode: one tile after another against two side by side, on an 18 MiB
+// matrix of 2048-wide rows in huge pages, every thread and one (probe_kernels),
+// flushed from the caches before each run, as a layer's experts come from memory
+// (a VM's L3 may hold it: the Intel Xeon host reports 480 MiB, and there the
+// kernels rank the other way round in cache): ~0.2 s.
+Q4Kernel q4_probe(const KernelTable& t) {
+  const int64_t rows = 16384, cols = 2048;
+  std::unique_ptr<GptqMatrix> W = gptq_probe_matrix(rows, cols);
+  constexpr size_t kHuge = size_t{2} << 20;
+  const size_t bytes = (static_cast<size_t>(W->storage_bytes()) + kHuge - 1) / kHuge * kHuge;
+  std::unique_ptr<unsigned char, decltype(&std::free)> store(
+      static_cast<unsigned char*>(std::aligned_alloc(kHuge, bytes)), &std::free);
+  if (!store) fail("GPTQ kernel probe: out of memory for ", bytes, " bytes");
+  madvise(store.get(), bytes, MADV_HUGEPAGE);
+  W->move_storage(store.get());
+  const std::vector<float> x = probe_activations(cols);
+  std::vector<unsigned char> mem(detail::q4_input_bytes(*W, 1) + 64);
+  unsigned char* m64 = mem.data() + (64 - reinterpret_cast<uintptr_t>(mem.data()) % 64) % 64;
+  const detail::Q4Input q = detail::quantize_q4_input(t, *W, x.data(), 1, m64);
+  std::vector<float> y(rows);
+  const Q4Kernel cand[2] = {Q4Kernel::kTiles, Q4Kernel::kPairs};
+  const unsigned char* flush_begin = store.get();
+  const size_t flush_bytes = static_cast<size_t>(W->storage_bytes());
+  const KernelProbe p = probe_kernels(
+      2,
+      [&](size_t c) {
+        for_rows(rows, 0.5 * cols, [&](int64_t r0, int64_t r1) {
+          (cand[c] == Q4Kernel::kPairs ? t.gptq_rows_pairs : t.gptq_rows)(*W, q, y.data(), r0, r1);
+        });
+      },
+      true, [&] { flush_from_caches(flush_begin, flush_bytes); });
+  const double gb = static_cast<double>(W->bytes()) / 1e9;
+  char ms[2][16];
+  for (int c = 0; c < 2; ++c) std::snprintf(ms[c], sizeof ms[c], "%.3f", p.all[c] * 1e3);
+  log_info("kernels ", t.name, ": GPTQ int4 decode (1 row) uses ", q4_kernel_name(cand[p.pick]),
+           " (probe, best of 4: tiles ", ms[0], " ms (", probe_rates(p, 0, gb), "), pairs ", ms[1], " ms (",
+           probe_rates(p, 1, gb), ")); QINFER_KERNEL_OPTS=q4_tiles or q4_pairs forces one");
+  return cand[p.pick];
+}
+
+Q4Kernel q4_kernel_on(const KernelTable& t) {
+  const Q4Kernel forced = options_state().q4.load(std::memory_order_relaxed);
+  if (forced == Q4Kernel::kPairs && !t.gptq_rows_pairs)
+    fail("kernel option q4_pairs is not available on kernel path ", t.name, " (avx512 only)");
+  if (!t.gptq_rows_pairs) return Q4Kernel::kTiles;
+  if (forced != Q4Kernel::kProbe) return forced;
+  return probed_once(q4_choice(t), [&] { return q4_probe(t); });
+}
+
 // The kernel an int8 matrix's product with n rows runs: the choice for n, except that
 // rows wider than the integer path takes are widened.
 Q8Kernel q8_kernel_of(const KernelTable& t, const DenseMatrix& W, int64_t n) {
@@ -825,10 +904,12 @@ KernelOptions parse_kernel_options(const char* spec) {
     else if (tok == "q8_widen") o.q8 = Q8Kernel::kWiden;
     else if (tok == "q8_int") o.q8 = Q8Kernel::kInt;
     else if (tok == "q8_widen_tiled") o.q8 = Q8Kernel::kWidenTiled;
+    else if (tok == "q4_tiles") o.q4 = Q4Kernel::kTiles;
+    else if (tok == "q4_pairs") o.q4 = Q4Kernel::kPairs;
     else if (!tok.empty())
       fail("QINFER_KERNEL_OPTS: unknown option '", tok,
            "' (known: bf16_dot, bf16_widen, bf16_widen_t0, bf16_widen_nopf, bf16_widen_tiled, bf16_widen256, "
-           "bf16_split3, bf16_split, bf16_amx, q8_int, q8_widen, q8_widen_tiled)");
+           "bf16_split3, bf16_split, bf16_amx, q8_int, q8_widen, q8_widen_tiled, q4_tiles, q4_pairs)");
     pos = end + 1;
   }
   return o;
@@ -873,6 +954,17 @@ bool bf16c_pays() {
 }
 
 Q8Kernel q8_kernel_for(int64_t n) { return q8_kernel_on(table(), n); }
+
+Q4Kernel q4_kernel_for_one_row() { return q4_kernel_on(table()); }
+
+const char* q4_kernel_name(Q4Kernel k) {
+  switch (k) {
+    case Q4Kernel::kProbe: return "probe";
+    case Q4Kernel::kTiles: return "tiles";
+    case Q4Kernel::kPairs: return "pairs";
+  }
+  return "?";
+}
 
 std::vector<Bf16Kernel> bf16_kernels_available() {
   std::vector<Bf16Kernel> out;
@@ -1016,6 +1108,10 @@ void matmul_batch(const BatchProduct* items, size_t count) {
   else quantize(0, static_cast<int64_t>(count), 0);
   for (size_t i = 0; i < count; ++i)
     if (same_as[i] >= 0) xq[i] = xq[same_as[i]];
+  // One-row GPTQ items (decode) in the probe's layout; the same bits either way.
+  bool one_row = false;
+  for (size_t i = 0; i < count; ++i) one_row |= active[i] && items[i].gptq && items[i].n == 1;
+  const auto q4_one = one_row && q4_kernel_on(t) == Q4Kernel::kPairs ? t.gptq_rows_pairs : t.gptq_rows;
   for_rows(total, work / total, [&](int64_t b, int64_t e) {
     size_t i = std::upper_bound(row_start.begin(), row_start.end(), b) - row_start.begin() - 1;
     for (; i < count && row_start[i] < e; ++i) {
@@ -1026,7 +1122,7 @@ void matmul_batch(const BatchProduct* items, size_t count) {
       if (lo >= hi) continue;
       if (it.gptq && amxq[i]) detail::amx_gptq_rows(*it.gptq, xa[i], it.Y, lo, hi);
       else if (it.gptq && xp[i]) t.gptq_rows_f32(*it.gptq, xp[i], it.n, it.Y, lo, hi);
-      else if (it.gptq) t.gptq_rows(*it.gptq, xq[i], it.Y, lo, hi);
+      else if (it.gptq) (it.n == 1 ? q4_one : t.gptq_rows)(*it.gptq, xq[i], it.Y, lo, hi);
       else if (q8int[i]) t.q8_int_rows(*it.dense, xq8[i], it.Y, lo, hi);
       else dense_rows_mode(t, dense_mode[i], *it.dense, it.X, it.n, it.Y, lo, hi);
     }
@@ -1037,6 +1133,7 @@ void set_kernel_options(const KernelOptions& o) {
   options_state().bf16_dot.store(o.bf16_dot);
   options_state().bf16.store(o.bf16);
   options_state().q8.store(o.q8);
+  options_state().q4.store(o.q4);
 }
 
 KernelOptions kernel_options() {
@@ -1044,6 +1141,7 @@ KernelOptions kernel_options() {
   o.bf16_dot = options_state().bf16_dot.load();
   o.bf16 = options_state().bf16.load();
   o.q8 = options_state().q8.load();
+  o.q4 = options_state().q4.load();
   return o;
 }
 

@@ -92,6 +92,28 @@ void GptqMatrix::gather_input(const float* x, float* xp) const {
   for (int64_t p = 0; p < kp_; ++p) xp[p] = perm_[p] < 0 ? 0.0f : x[perm_[p]];
 }
 
+std::unique_ptr<GptqMatrix> gptq_probe_matrix(int64_t rows, int64_t cols) {
+  constexpr int B = GptqMatrix::kBlock, TR = GptqMatrix::kTileRows;
+  if (rows <= 0 || cols <= 0 || rows % TR != 0 || cols % B != 0)
+    fail("gptq_probe_matrix: ", rows, " x ", cols, " is not whole 16-row tiles of 32-column blocks");
+  auto m = std::unique_ptr<GptqMatrix>(new GptqMatrix());
+  const int64_t groups = cols / B, tiles = rows / TR;
+  m->rows_ = rows;
+  m->cols_ = cols;
+  m->kp_ = cols;
+  m->groups_ = groups;
+  m->gofs_.resize(groups + 1);
+  for (int64_t g = 0; g <= groups; ++g) m->gofs_[g] = g * B;
+  m->bgroup_.resize(groups);
+  for (int64_t b = 0; b < groups; ++b) m->bgroup_[b] = static_cast<int32_t>(b);
+  m->codes_.resize(static_cast<size_t>(tiles * groups * GptqMatrix::kTileBlockBytes));
+  for (size_t i = 0; i < m->codes_.size(); ++i) m->codes_[i] = static_cast<uint8_t>((i * 40503u) >> 7);
+  m->scale_h_.assign(static_cast<size_t>(tiles * groups * TR), 0x2000);   // fp16 2^-7
+  m->uzero_ = 8;
+  m->bind();
+  return m;
+}
+
 std::unique_ptr<GptqMatrix> gptq_pack(const GptqCanonical& c) {
   if (c.rows <= 0 || c.cols <= 0) fail("gptq_pack: rows and cols must be positive (got ", c.rows, " x ", c.cols, ")");
   if (c.group_size <= 0) fail("gptq_pack: group_size must be positive (got ", c.group_size, ")");

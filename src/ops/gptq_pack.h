@@ -90,6 +90,7 @@ class GptqMatrix {
 
  private:
   friend std::unique_ptr<GptqMatrix> gptq_pack(const GptqCanonical& c);
+  friend std::unique_ptr<GptqMatrix> gptq_probe_matrix(int64_t rows, int64_t cols);
   void bind();   // points the accessors at the vectors below
   int64_t rows_ = 0, cols_ = 0, kp_ = 0, groups_ = 0;
   std::vector<int32_t> perm_;   // [kp] source column or -1; empty = identity
@@ -111,5 +112,9 @@ class GptqMatrix {
 
 // Validates c (throws qinfer::Error naming the field) and repacks it.
 std::unique_ptr<GptqMatrix> gptq_pack(const GptqCanonical& c);
+// A symmetric group-32 matrix (fp16 scales 2^-7, zero point 8, identity layout) with
+// patterned codes, filled in O(bytes) without a canonical input: the weights of a
+// kernel probe (ops/dispatch.cc). rows % 16 == 0, cols % 32 == 0.
+std::unique_ptr<GptqMatrix> gptq_probe_matrix(int64_t rows, int64_t cols);
 
 }  // namespace qinfer::ops

@@ -145,10 +145,18 @@ enum class Bf16Kernel { kProbe, kWiden, kWiden256, kSplit3, kSplit, kWidenT0, kW
 //          4-row (avx2) tiles that read x once: on the Intel Xeon of issue 19 the
 //          row-after-row kernels stream 2 KiB int8 rows at a fraction of the rate.
 enum class Q8Kernel { kProbe, kInt, kWiden, kWidenTiled };
+// GPTQ int4 products with one activation row (decode) stream each 16-row tile's
+// codes in one pass; two layouts of the same integer kernel, the same bits:
+//   tiles  one tile after another (every path);
+//   pairs  two tiles side by side, two streams (avx512): on the Intel Xeon of issue
+//          19 ~10% more bandwidth from memory; elsewhere it may not pay.
+// A start-up probe picks one; QINFER_KERNEL_OPTS=q4_tiles or q4_pairs forces it.
+enum class Q4Kernel { kProbe, kTiles, kPairs };
 struct KernelOptions {
   bool bf16_dot = false;
   Bf16Kernel bf16 = Bf16Kernel::kProbe;
   Q8Kernel q8 = Q8Kernel::kProbe;
+  Q4Kernel q4 = Q4Kernel::kProbe;
 };
 // Parses QINFER_KERNEL_OPTS (comma separated; throws naming an unknown token).
 KernelOptions parse_kernel_options(const char* spec);
@@ -156,6 +164,10 @@ void set_kernel_options(const KernelOptions& o);
 KernelOptions kernel_options();
 const char* bf16_kernel_name(Bf16Kernel k);
 const char* q8_kernel_name(Q8Kernel k);
+const char* q4_kernel_name(Q4Kernel k);
+// The layout one-row GPTQ products use on the current path (probes first where it
+// has not run, nothing is forced and the path has both).
+Q4Kernel q4_kernel_for_one_row();
 // The kernel an int8 dense product with n activation rows uses on the current
 // path (runs the probe for n's class first where it has not run, nothing is
 // forced and both exist).

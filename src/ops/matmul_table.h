@@ -103,6 +103,10 @@ struct KernelTable {
   // round_up(W.cols, kBf16DotPad)) with the weight rows read one after another
   // instead of in tiles; which of the two is faster depends on the host (probe).
   void (*bf16_dot_seq_rows)(const DenseMatrix& W, const uint16_t* xb, float* Y, int64_t r0, int64_t r1);
+  // Optional (avx512 only): gptq_rows for one activation row with two tiles read side
+  // by side (Q4Kernel::kPairs; which of the two is faster depends on the host: probe).
+  // The same bits as gptq_rows.
+  void (*gptq_rows_pairs)(const GptqMatrix& W, const Q4Input& X, float* Y, int64_t r0, int64_t r1);
 };
 
 // matvec_rows modes (the same numbers as dense_matvec_simd.h's DecodeMode).

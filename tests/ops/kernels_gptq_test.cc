@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <iostream>
 #include <cstdio>
 #include <numeric>
 
@@ -240,6 +242,75 @@ TEST(GptqKernels, SimdPathsMatchScalarTwin) {
       }
     }
   }
+}
+
+// One-row decode with two tiles read side by side (Q4Kernel::kPairs, forced) against
+// the scalar twin, bit for bit: row counts with an odd tile count and a partial last
+// tile (the pairs' remainder runs tile by tile), short and long rows, stored and
+// uniform zero points, fp16 and fp32 scales, permuted columns, outliers. Forcing the
+// other layout gives the same bits too, and on a path without pairs forcing them is
+// an error that names the option.
+TEST(GptqKernels, TilePairsMatchScalarTwin) {
+  std::mt19937 rng(21);
+  struct Case {
+    int64_t rows, cols;
+    bool sym, f16;
+    GIdx gi;
+  };
+  for (const Case& k : {Case{16, 64, true, true, GIdx::None}, Case{32, 96, false, false, GIdx::None},
+                        Case{87, 2048, true, true, GIdx::None}, Case{272, 1024, false, true, GIdx::Permuted},
+                        Case{1040, 512, true, false, GIdx::None}}) {
+    Canon c = make_canon(k.rows, k.cols, 32, k.sym, k.gi, rng, k.f16);
+    auto m = gptq_pack(c.view());
+    auto x = testing::random_floats(rng, c.cols);
+    for (size_t i = 0; i < x.size(); i += 37) x[i] *= 50;
+    std::vector<float> want(c.rows);
+    {
+      PathGuard g("scalar");
+      matmul(*m, x.data(), 1, want.data());
+    }
+    for (const auto& p : available_paths()) {
+      PathGuard g(p);
+      for (Q4Kernel q4 : {Q4Kernel::kTiles, Q4Kernel::kPairs}) {
+        KernelOptions o;
+        o.q4 = q4;
+        set_kernel_options(o);
+        std::vector<float> y(c.rows, -1.0f);
+        if (q4 == Q4Kernel::kPairs && p != "avx512") {
+          try {
+            matmul(*m, x.data(), 1, y.data());
+            ADD_FAILURE() << p << ": q4_pairs forced on a path without it did not fail";
+          } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find("q4_pairs"), std::string::npos) << e.what();
+          }
+        } else {
+          matmul(*m, x.data(), 1, y.data());
+          for (int64_t i = 0; i < c.rows; ++i)
+            ASSERT_EQ(y[i], want[i]) << p << " " << q4_kernel_name(q4) << " rows=" << k.rows << " cols=" << k.cols
+                                     << " row " << i;
+        }
+        set_kernel_options(KernelOptions{});
+      }
+    }
+  }
+}
+
+// The one-row layout probe: quick, run once, and only where there is a choice.
+TEST(GptqKernels, TileLayoutProbeChoosesQuicklyAndKeepsTheChoice) {
+  for (const auto& p : available_paths()) {
+    PathGuard g(p);
+    const auto t0 = std::chrono::steady_clock::now();
+    const Q4Kernel k = q4_kernel_for_one_row();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::cout << p << ": GPTQ one-row layout " << q4_kernel_name(k) << " (" << s << " s)\n";
+    EXPECT_LT(s, 1.0 * testing::kSanitizerSlowdown) << p;
+    if (p == "avx512") EXPECT_TRUE(k == Q4Kernel::kTiles || k == Q4Kernel::kPairs);
+    else EXPECT_EQ(k, Q4Kernel::kTiles) << p;
+    EXPECT_EQ(q4_kernel_for_one_row(), k) << p;
+  }
+  EXPECT_EQ(parse_kernel_options("q4_tiles").q4, Q4Kernel::kTiles);
+  EXPECT_EQ(parse_kernel_options("bf16_widen,q4_pairs").q4, Q4Kernel::kPairs);
+  EXPECT_EQ(parse_kernel_options("q8_int").q4, Q4Kernel::kProbe);
 }
 
 // Symmetric GPTQ prefill panels on AMX tiles (where the BF16 panels run there)
