@@ -151,6 +151,14 @@ void check_io(const float* X, int64_t n, const float* Y, const char* what) {
   if (n > 0 && (!X || !Y)) fail(what, ": X and Y must be non-null");
 }
 
+// Scratch of `bytes` bytes from this thread's heap, `data` 64-byte aligned.
+struct Aligned64 {
+  std::unique_ptr<unsigned char[]> raw;
+  unsigned char* data;
+  explicit Aligned64(size_t bytes)
+      : raw(new unsigned char[bytes + 64]), data(raw.get() + (64 - reinterpret_cast<uintptr_t>(raw.get()) % 64) % 64) {}
+};
+
 }  // namespace
 
 const char* wtype_name(WType t) {
@@ -394,13 +402,22 @@ int path_index(const KernelTable& t) {
 // prefetch variants rank differently (measured on the AVX2 EPYC host: the BF16 probe
 // picked widen on 4 KiB pages, widen_tiled on huge pages, which the 1 GB lm_head in
 // bench_ops also prefers there).
-template <class E, class Value>
-std::unique_ptr<E, decltype(&std::free)> probe_matrix(int64_t rows, int64_t cols, const char* what, const Value& value) {
+template <class E>
+using ProbeBuffer = std::unique_ptr<E, decltype(&std::free)>;
+// count elements of E in transparent huge pages, untouched (a probe's `what` names it
+// in the out-of-memory error).
+template <class E>
+ProbeBuffer<E> huge_page_buffer(size_t count, const char* what) {
   constexpr size_t kHuge = size_t{2} << 20;
-  const size_t bytes = (static_cast<size_t>(rows * cols) * sizeof(E) + kHuge - 1) / kHuge * kHuge;
-  std::unique_ptr<E, decltype(&std::free)> buf(static_cast<E*>(std::aligned_alloc(kHuge, bytes)), &std::free);
+  const size_t bytes = (count * sizeof(E) + kHuge - 1) / kHuge * kHuge;
+  ProbeBuffer<E> buf(static_cast<E*>(std::aligned_alloc(kHuge, bytes)), &std::free);
   if (!buf) fail(what, " kernel probe: out of memory for ", bytes, " bytes");
   madvise(buf.get(), bytes, MADV_HUGEPAGE);  // advice only; ignored where THP is off
+  return buf;
+}
+template <class E, class Value>
+ProbeBuffer<E> probe_matrix(int64_t rows, int64_t cols, const char* what, const Value& value) {
+  ProbeBuffer<E> buf = huge_page_buffer<E>(static_cast<size_t>(rows * cols), what);
   E* w = buf.get();
   for_rows(rows, static_cast<double>(cols), [&](int64_t r0, int64_t r1) {
     for (int64_t i = r0 * cols; i < r1 * cols; ++i) w[i] = value(static_cast<uint64_t>(i));
@@ -622,9 +639,8 @@ void q8_product(const KernelTable& t, Q8Kernel k, const DenseMatrix& W, const fl
   if (k == Q8Kernel::kWidenTiled && n == 1 && t.matvec_rows)
     return for_rows(W.rows, work, [&](int64_t r0, int64_t r1) { t.matvec_rows(detail::kMatvecTiled, W, X, Y, r0, r1); });
   if (k != Q8Kernel::kInt) return for_rows(W.rows, work, [&](int64_t r0, int64_t r1) { t.dense_rows(W, X, n, Y, r0, r1); });
-  std::unique_ptr<unsigned char[]> raw(new unsigned char[detail::q8_input_bytes(W.cols, n) + 64]);
-  unsigned char* mem = raw.get() + (64 - reinterpret_cast<uintptr_t>(raw.get()) % 64) % 64;
-  const detail::Q8Input q = detail::quantize_q8_input(X, n, W.cols, mem);
+  const Aligned64 mem(detail::q8_input_bytes(W.cols, n));
+  const detail::Q8Input q = detail::quantize_q8_input(X, n, W.cols, mem.data);
   for_rows(W.rows, work, [&](int64_t r0, int64_t r1) { t.q8_int_rows(W, q, Y, r0, r1); });
 }
 
@@ -745,21 +761,14 @@ std::atomic<Q4Kernel>& q4_choice(const KernelTable& t) {
 Q4Kernel q4_probe(const KernelTable& t) {
   const int64_t rows = 16384, cols = 2048;
   std::unique_ptr<GptqMatrix> W = gptq_probe_matrix(rows, cols);
-  constexpr size_t kHuge = size_t{2} << 20;
-  const size_t bytes = (static_cast<size_t>(W->storage_bytes()) + kHuge - 1) / kHuge * kHuge;
-  std::unique_ptr<unsigned char, decltype(&std::free)> store(
-      static_cast<unsigned char*>(std::aligned_alloc(kHuge, bytes)), &std::free);
-  if (!store) fail("GPTQ kernel probe: out of memory for ", bytes, " bytes");
-  madvise(store.get(), bytes, MADV_HUGEPAGE);
+  const size_t bytes = static_cast<size_t>(W->storage_bytes());
+  const ProbeBuffer<unsigned char> store = huge_page_buffer<unsigned char>(bytes, "GPTQ");
   W->move_storage(store.get());
   const std::vector<float> x = probe_activations(cols);
-  std::vector<unsigned char> mem(detail::q4_input_bytes(*W, 1) + 64);
-  unsigned char* m64 = mem.data() + (64 - reinterpret_cast<uintptr_t>(mem.data()) % 64) % 64;
-  const detail::Q4Input q = detail::quantize_q4_input(t, *W, x.data(), 1, m64);
+  const Aligned64 mem(detail::q4_input_bytes(*W, 1));
+  const detail::Q4Input q = detail::quantize_q4_input(t, *W, x.data(), 1, mem.data);
   std::vector<float> y(rows);
   const Q4Kernel cand[2] = {Q4Kernel::kTiles, Q4Kernel::kPairs};
-  const unsigned char* flush_begin = store.get();
-  const size_t flush_bytes = static_cast<size_t>(W->storage_bytes());
   const KernelProbe p = probe_kernels(
       2,
       [&](size_t c) {
@@ -767,7 +776,7 @@ Q4Kernel q4_probe(const KernelTable& t) {
           (cand[c] == Q4Kernel::kPairs ? t.gptq_rows_pairs : t.gptq_rows)(*W, q, y.data(), r0, r1);
         });
       },
-      true, [&] { flush_from_caches(flush_begin, flush_bytes); });
+      true, [&] { flush_from_caches(store.get(), bytes); });
   const double gb = static_cast<double>(W->bytes()) / 1e9;
   char ms[2][16];
   for (int c = 0; c < 2; ++c) std::snprintf(ms[c], sizeof ms[c], "%.3f", p.all[c] * 1e3);
@@ -1061,8 +1070,8 @@ void matmul_batch(const BatchProduct* items, size_t count) {
   if (total == 0) return;
   // One block from this thread (not many small ones from the workers' malloc
   // arenas, which keep freed memory resident).
-  std::unique_ptr<unsigned char[]> raw(new unsigned char[mem_start[count] + 64]);
-  unsigned char* mem = raw.get() + (64 - reinterpret_cast<uintptr_t>(raw.get()) % 64) % 64;
+  const Aligned64 scratch(static_cast<size_t>(mem_start[count]));
+  unsigned char* mem = scratch.data;
   // Quantize every GPTQ item's activations (in parallel when there is enough).
   // Items fed the same activations (a decode token's copies for its experts)
   // share one quantization.

@@ -182,16 +182,17 @@ inline void q4_tile(const GptqMatrix& W, int64_t t, const Q4Input& X, int64_t j0
   }
 }
 
-// One activation row against NT consecutive full tiles read side by side: each
-// tile's codes are a stream of their own (a tile's bytes apart), and some CPUs
-// fetch several streams from memory faster than one (the BF16 row tiles' lesson;
-// Intel Xeon, 16 of 4096 experts a call, 2 threads: 20 -> 23 GB/s). Each tile's
-// sums run exactly as q4_tile<Half, 1> runs them (integer sums in another order:
-// the same integers), so the results are the same bits. The lower and upper
-// nibbles' products share an accumulator: 2 x 3 chains of dependent dot products
-// per block step keep the unit busy.
-template <bool Half, int NT>
-inline void q4_tiles_1row(const GptqMatrix& W, int64_t t, const Q4Input& X, float* Y) {
+// One activation row against tiles t and t + 1 read side by side: each tile's codes
+// are a stream of their own (a tile's bytes apart), and some CPUs fetch two streams
+// from memory faster than one (the BF16 row tiles' lesson; Intel Xeon, 16 of 4096
+// experts a call, 2 threads: 20 -> 23 GB/s). Each tile's sums run exactly as
+// q4_tile<Half, 1> runs them (integer sums in another order: the same integers), so
+// the results are the same bits. The lower and upper nibbles' products share an
+// accumulator: 2 x 3 chains of dependent dot products per block step keep the unit
+// busy. (Three tiles measured the same as two, four slower: registers.)
+template <bool Half>
+inline void q4_tile_pair(const GptqMatrix& W, int64_t t, const Q4Input& X, float* Y) {
+  constexpr int NT = 2;
   using T = typename V::T;
   using I = typename V::I;
   const int64_t nb = W.blocks();
@@ -201,7 +202,6 @@ inline void q4_tiles_1row(const GptqMatrix& W, int64_t t, const Q4Input& X, floa
   T accf[NT][kH];
   const uint8_t* codes[NT];
   const char* sp[NT];
-  static_assert(NT == 2, "two tiles side by side");
   Q4Group<Half> grp[NT] = {Q4Group<Half>(W), Q4Group<Half>(W)};
   QINFER_UNROLL
   for (int u = 0; u < NT; ++u) {
@@ -274,10 +274,10 @@ void gptq_rows(const GptqMatrix& W, const Q4Input& X, float* Y, int64_t r0, int6
 }
 
 // gptq_rows for one activation row (X.n == 1) with whole pairs of tiles read side by
-// side (q4_tiles_1row), the rest as gptq_rows: the same bits. Q4Kernel::kPairs.
+// side (q4_tile_pair), the rest as gptq_rows: the same bits. Q4Kernel::kPairs.
 template <bool Half>
 void gptq_rows_pairs_t(const GptqMatrix& W, const Q4Input& X, float* Y, int64_t r0, int64_t r1) {
-  for (; r1 - r0 >= 2 * kTR; r0 += 2 * kTR) q4_tiles_1row<Half, 2>(W, r0 / kTR, X, Y);
+  for (; r1 - r0 >= 2 * kTR; r0 += 2 * kTR) q4_tile_pair<Half>(W, r0 / kTR, X, Y);
   if (r0 < r1) gptq_rows_t<Half>(W, X, Y, r0, r1);
 }
 
