@@ -864,10 +864,11 @@ void c12_probe(const KernelTable& t, C12Choice& out) {
   log_info(line, took, "; --dense bf16 or bf16c forces the form)");
 }
 
-// Only the avx512 path has a tuned BF16C decoder (avx2 and scalar decode each block
-// in scalar code: correct, several times slower than BF16): elsewhere BF16C never
+// The avx512 and avx2 paths have SIMD BF16C decoders, whose prefetch variant and
+// whether they pay the probe decides; the scalar path decodes each block in plain
+// code (the twin: correct, several times slower than BF16), so there BF16C never
 // pays and decodes rows one after another with the default prefetch.
-bool c12_tuned(const KernelTable& t) { return &t == &detail::avx512_kernels(); }
+bool c12_tuned(const KernelTable& t) { return &t != &detail::scalar_kernels(); }
 
 int c12_mode(const KernelTable& t) {
   C12Choice& c = c12_choice(t);
