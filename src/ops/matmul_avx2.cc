@@ -54,18 +54,16 @@ struct V {
   // one thread, on an Intel Xeon, session 21.)
   struct C12 {
     __m256i tbl, m0f, cl[4], ch[4];
+    // Built per product (every c12_rows call): constants from registers, no scalar loop.
+    // vpshufb indexes within a 128-bit lane; 0x80 zeroes a byte.
     explicit C12(const uint8_t* t)
         : tbl(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t)))),
           m0f(_mm256_set1_epi8(0x0f)) {
+      const __m256i dword = _mm256_setr_epi32(0, 4, 8, 12, 0, 4, 8, 12);   // each dword's first byte in its lane
       for (int k = 0; k < 4; ++k) {   // byte k of each dword to byte 2 (cl) or 3 (ch), the rest zero
-        alignas(32) int8_t a[32], b[32];
-        for (int i = 0; i < 32; ++i) {
-          const int d = i % 4, base = i - d;
-          a[i] = d == 2 ? static_cast<int8_t>(base + k) : -128;
-          b[i] = d == 3 ? static_cast<int8_t>(base + k) : -128;
-        }
-        cl[k] = _mm256_load_si256(reinterpret_cast<const __m256i*>(a));
-        ch[k] = _mm256_load_si256(reinterpret_cast<const __m256i*>(b));
+        const __m256i src = _mm256_add_epi32(dword, _mm256_set1_epi32(k));
+        cl[k] = _mm256_or_si256(_mm256_slli_epi32(src, 16), _mm256_set1_epi32(static_cast<int>(0x80008080u)));
+        ch[k] = _mm256_or_si256(_mm256_slli_epi32(src, 24), _mm256_set1_epi32(0x00808080));
       }
     }
     void half(__m256i L, __m256i H, T* w) const {
