@@ -29,6 +29,7 @@ CpuFeatures detect() {
   unsigned max_leaf = __get_cpuid_max(0, nullptr);
   if (max_leaf < 7) return f;
   __cpuid_count(7, 0, a, b, c, d);
+  f.clflushopt = b & (1u << 23);
   f.avx2 = b & (1u << 5);
   f.fma = fma;
   f.f16c = f16c;

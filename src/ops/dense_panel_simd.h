@@ -61,15 +61,18 @@ inline void q4_panel_rows(const float* panel, int64_t kp, const float* Xp, int64
   }
 }
 
-// Every activation row of Xp against one panel: V::PNX rows per pass, then the
-// last n % PNX rows in one pass of that many (not one by one: a single row is
-// one FMA chain, bound by the FMA latency, at a quarter or less of the rate).
+// Every activation row of Xp against one panel, in passes of at most V::PNX rows of
+// nearly equal size (AVX2, 8 rows: 4 + 4, not 6 + 2, whose short pass is 4 FMA chains,
+// bound by the FMA latency at half the rate; a single row would be a quarter).
 // Each output still sums over k in order in one lane: the same bits either way.
 inline void q4_panel_all(const float* panel, int64_t kp, const float* Xp, int64_t n, float* Y, int64_t ldy,
                          int64_t r0, int nr) {
-  int64_t j = 0;
-  for (; j + V::PNX <= n; j += V::PNX) q4_panel_rows<V::PNX>(panel, kp, Xp, j, Y, ldy, r0, nr);
-  for_count<V::PNX - 1>(n - j, [&](auto nx) { q4_panel_rows<decltype(nx)::value>(panel, kp, Xp, j, Y, ldy, r0, nr); });
+  const int64_t passes = (n + V::PNX - 1) / V::PNX;
+  for (int64_t p = 0, j = 0; p < passes; ++p) {
+    const int64_t rows = (n - j) / (passes - p);
+    for_count<V::PNX>(rows, [&](auto nx) { q4_panel_rows<decltype(nx)::value>(panel, kp, Xp, j, Y, ldy, r0, nr); });
+    j += rows;
+  }
 }
 
 // Two panels side by side (32 weight rows; where V::kPanelPairs): every activation row

@@ -13,7 +13,7 @@
 
 #include <sys/mman.h>
 #if defined(__x86_64__) || defined(__i386__)
-#include <emmintrin.h>
+#include <immintrin.h>
 #endif
 
 #include "ops/cpu_features.h"
@@ -425,6 +425,33 @@ ProbeBuffer<E> probe_matrix(int64_t rows, int64_t cols, const char* what, const 
   return buf;
 }
 
+// Writes back and evicts [p, p + bytes) from every cache level (clflush, SSE2; the
+// pool threads take a part each). The decode probes flush their matrices before each
+// run: a VM's L3 may hold 64 MiB (the Intel Xeon hosts report 260 and 480 MiB; there
+// the BF16 probe read 46-61 GB/s with two threads where memory gives 24-30), and a
+// decode step reads its weights from memory.
+// With CLFLUSHOPT where the CPU has it (the serializing clflush is ~50x slower).
+#if defined(__x86_64__) || defined(__i386__)
+__attribute__((target("clflushopt"))) void flush_lines_opt(const char* c, int64_t l0, int64_t l1) {
+  for (int64_t l = l0; l < l1; ++l) _mm_clflushopt(const_cast<char*>(c + 64 * l));
+  _mm_sfence();
+}
+#endif
+void flush_from_caches(const void* p, size_t bytes) {
+#if defined(__x86_64__) || defined(__i386__)
+  const char* c = static_cast<const char*>(p);
+  const int64_t lines = static_cast<int64_t>((bytes + 63) / 64);
+  const bool opt = cpu_features().clflushopt;
+  parallel_for(lines, 4096, [&](int64_t l0, int64_t l1, int) {
+    if (opt) return flush_lines_opt(c, l0, l1);
+    for (int64_t l = l0; l < l1; ++l) _mm_clflush(c + 64 * l);
+    _mm_mfence();
+  });
+#else
+  (void)p, (void)bytes;
+#endif
+}
+
 // A probe's activation rows: n values -3..3.
 std::vector<float> probe_activations(int64_t n) {
   std::vector<float> x(n);
@@ -434,7 +461,7 @@ std::vector<float> probe_activations(int64_t n) {
 
 // Best time of each of `count` candidates (run(c) times candidate c) over 4
 // alternating rounds after one warm-up round (page faults, thread wake-up);
-// prepare() runs untimed before each.
+// prepare() runs untimed before each timed run.
 struct NoPrepare {
   void operator()() const {}
 };
@@ -443,7 +470,7 @@ std::vector<double> probe_times(size_t count, const Run& run, const Prepare& pre
   std::vector<double> best(count, 1e30);
   for (int round = 0; round < 5; ++round)
     for (size_t c = 0; c < count; ++c) {
-      prepare();
+      if (round > 0) prepare();
       const auto t0 = std::chrono::steady_clock::now();
       run(c);
       if (round > 0)
@@ -529,8 +556,9 @@ Bf16Choice& bf16_choice(const KernelTable& t) {
   return c[path_index(t)];
 }
 
-// Times each exact candidate on a decode shape (16384 x 2048: a 64 MiB matrix
-// past the caches, so it measures memory streaming, with the short 4 KiB rows
+// Times each exact candidate on a decode shape (16384 x 2048: a 64 MiB matrix,
+// flushed from the caches before each run (flush_from_caches), so it measures
+// memory streaming, with the short 4 KiB rows
 // of the model's lm_head and projections, n = 1) and a panel shape (512 x 2048,
 // n = 64: big enough that a kernel's fixed costs, such as AMX's activation
 // packing, weigh as they do in a prefill chunk), best of 4 alternating rounds after one warm-up, and keeps the
@@ -558,7 +586,9 @@ Bf16Kernel bf16_probe(const KernelTable& t, bool panel) {
   const DenseMatrix W = dense_view(WType::BF16, w.get(), rows, cols);
   const KernelProbe p = probe_kernels(
       cand.size(), [&](size_t c) { bf16_exact_product(t, cand[c], W, x.data(), n, y.data(), dense_work(W, n)); },
-      !panel);
+      !panel, [&] {
+        if (!panel) flush_from_caches(w.get(), static_cast<size_t>(W.bytes()));
+      });
   std::string line = cat("kernels ", t.name, ": BF16 dense ", panel ? "panels" : "decode", " uses ",
                          bf16_kernel_name(cand[p.pick]), " (probe, best of 4:");
   const double gb = static_cast<double>(W.bytes()) / 1e9;
@@ -583,7 +613,8 @@ DotRows dot_rows_probe(const KernelTable& t) {
   const DenseMatrix W = dense_view(WType::BF16, w.get(), rows, cols);
   const DotRows cand[2] = {DotRows::kTiles, DotRows::kSeq};
   const KernelProbe p = probe_kernels(
-      2, [&](size_t c) { bf16_dot_product(t, W, x.data(), 1, y.data(), dense_work(W, 1), cand[c]); });
+      2, [&](size_t c) { bf16_dot_product(t, W, x.data(), 1, y.data(), dense_work(W, 1), cand[c]); }, true,
+      [&] { flush_from_caches(w.get(), static_cast<size_t>(W.bytes())); });
   const double gb = static_cast<double>(W.bytes()) / 1e9;
   char b[48];
   std::snprintf(b, sizeof b, " %.3f ms", p.all[0] * 1e3);
@@ -672,11 +703,15 @@ KernelProbe q8_time(const KernelTable& t, const std::vector<Q8Kernel>& cand, int
   const std::vector<float> x = probe_activations(n * cols);
   std::vector<float> y(n * rows);
   return probe_kernels(
-      cand.size(), [&](size_t c) { q8_product(t, cand[c], W, x.data(), n, y.data(), dense_work(W, n)); }, with_one);
+      cand.size(), [&](size_t c) { q8_product(t, cand[c], W, x.data(), n, y.data(), dense_work(W, n)); }, with_one,
+      [&] {
+        if (with_one) flush_from_caches(w.get(), static_cast<size_t>(rows * cols));   // decode: from memory
+      });
 }
 
-// Decode: the kernels on a 64 MiB matrix of 2048-wide rows (past the caches; the
-// scalar path a 2 MiB one) with one activation row, every thread and one: ~0.1 s.
+// Decode: the kernels on a 64 MiB matrix of 2048-wide rows (flushed from the caches
+// before each run; the scalar path a 2 MiB one) with one activation row, every thread
+// and one: ~0.15 s.
 Q8Kernel q8_probe(const KernelTable& t) {
   const bool scalar = &t == &detail::scalar_kernels();
   const int64_t rows = scalar ? 1024 : 32768;
@@ -731,20 +766,6 @@ Q8Kernel q8_kernel_on(const KernelTable& t, int64_t n) {
   // otherwise, so that verifying a token gives the logits decoding it would have.
   if (n == 1) return one;
   return one == Q8Kernel::kInt ? Q8Kernel::kInt : Q8Kernel::kWiden;
-}
-
-// Writes back and evicts [p, p + bytes) from every cache level (clflush, SSE2; the
-// pool threads take a part each).
-void flush_from_caches(const unsigned char* p, size_t bytes) {
-#if defined(__x86_64__) || defined(__i386__)
-  const int64_t lines = static_cast<int64_t>((bytes + 63) / 64);
-  parallel_for(lines, 4096, [&](int64_t l0, int64_t l1, int) {
-    for (int64_t l = l0; l < l1; ++l) _mm_clflush(p + 64 * l);
-    _mm_mfence();
-  });
-#else
-  (void)p, (void)bytes;
-#endif
 }
 
 // Per path: the probe's layout for one-row GPTQ products.
@@ -821,8 +842,9 @@ C12Choice& c12_choice(const KernelTable& t) {
 // The 64 MiB BF16 decode probe matrix (16384 x 2048, the scalar path 1024 rows) as
 // BF16 and as BF16C, one activation row: the BF16 decode kernel (the probe's or the
 // forced choice) against BF16C with each prefetch variant, every thread and one,
-// best of 4 (probe_kernels): 0.46 s with the encoding on the 2-core Zen 4 host (0.9 s
-// with one thread).
+// best of 4 (probe_kernels), both matrices flushed from the caches before each run:
+// 0.6-1.0 s with the encoding and the BF16 probe on a 2-core Intel Xeon (0.46 s on
+// the 2-core Zen 4 host before the flush).
 void c12_probe(const KernelTable& t, C12Choice& out) {
   const auto start = std::chrono::steady_clock::now();
   const bool scalar = &t == &detail::scalar_kernels();
@@ -838,14 +860,21 @@ void c12_probe(const KernelTable& t, C12Choice& out) {
   if (t.matvec_rows) modes = {detail::kMatvecSeqNta, detail::kMatvecSeqT0, detail::kMatvecSeqNone};
   else modes = {-1};
   const double work = dense_work(Wb, 1);
-  const KernelProbe p = probe_kernels(1 + modes.size(), [&](size_t c) {
-    if (c == 0) return bf16_exact_product(t, plain, Wb, x.data(), 1, y.data(), work);
-    const int m = modes[c - 1];
-    for_rows(rows, work, [&](int64_t r0, int64_t r1) {
-      if (m >= 0) t.matvec_rows(m, Wc, x.data(), y.data(), r0, r1);
-      else t.dense_rows(Wc, x.data(), 1, y.data(), r0, r1);
-    });
-  });
+  const KernelProbe p = probe_kernels(
+      1 + modes.size(),
+      [&](size_t c) {
+        if (c == 0) return bf16_exact_product(t, plain, Wb, x.data(), 1, y.data(), work);
+        const int m = modes[c - 1];
+        for_rows(rows, work, [&](int64_t r0, int64_t r1) {
+          if (m >= 0) t.matvec_rows(m, Wc, x.data(), y.data(), r0, r1);
+          else t.dense_rows(Wc, x.data(), 1, y.data(), r0, r1);
+        });
+      },
+      true,
+      [&] {
+        flush_from_caches(w.get(), static_cast<size_t>(Wb.weight_bytes()));
+        flush_from_caches(stream.get(), static_cast<size_t>(Wc.weight_bytes()));
+      });
   // The best BF16C variant by probe_kernels' score, whether or not BF16 wins.
   size_t best = 1;
   for (size_t c = 2; c <= modes.size(); ++c)
@@ -1011,7 +1040,7 @@ namespace {
 // GPTQ prefill panels run on AMX where the BF16 panels do (the probe's or the
 // forced choice) and the zero point is uniform (symmetric GPTQ).
 bool gptq_amx_on(const KernelTable& t, const GptqMatrix& W, int64_t n) {
-  return n >= detail::kQ4PanelMin && W.uniform_zero() >= 0 && bf16_kernel_on(t, n) == Bf16Kernel::kAmx;
+  return n >= t.q4_panel_min && W.uniform_zero() >= 0 && bf16_kernel_on(t, n) == Bf16Kernel::kAmx;
 }
 int64_t align64(int64_t b) { return (b + 63) / 64 * 64; }
 }  // namespace
@@ -1039,7 +1068,7 @@ void matmul_batch(const BatchProduct* items, size_t count) {
         rows = it.gptq->tiles() * TR;
         work += static_cast<double>(it.gptq->padded_cols()) * (0.5 + it.n) * it.gptq->rows();
         quant += static_cast<double>(it.gptq->padded_cols()) * it.n;
-        bytes = it.n >= detail::kQ4PanelMin
+        bytes = it.n >= t.q4_panel_min
                     ? (it.gptq->identity_layout() ? 0 : it.n * it.gptq->padded_cols() * int64_t{sizeof(float)})
                     : detail::q4_input_bytes(*it.gptq, it.n);
         if (gptq_amx_on(t, *it.gptq, it.n)) {
@@ -1079,7 +1108,7 @@ void matmul_batch(const BatchProduct* items, size_t count) {
   std::vector<int64_t> same_as(count, -1);
   for (size_t i = 1; i < count; ++i) {
     const BatchProduct& it = items[i];
-    if (!active[i] || !it.gptq || !it.gptq->identity_layout() || it.n >= detail::kQ4PanelMin) continue;
+    if (!active[i] || !it.gptq || !it.gptq->identity_layout() || it.n >= t.q4_panel_min) continue;
     for (size_t j = 0; j < i; ++j) {
       const BatchProduct& o = items[j];
       if (active[j] && o.gptq && same_as[j] < 0 && o.gptq->identity_layout() && o.gptq->cols() == it.gptq->cols() &&
@@ -1096,7 +1125,7 @@ void matmul_batch(const BatchProduct* items, size_t count) {
       const BatchProduct& it = items[i];
       if (active[i] && q8int[i]) xq8[i] = detail::quantize_q8_input(it.X, it.n, it.dense->cols, mem + mem_start[i]);
       if (!active[i] || !it.gptq || same_as[i] >= 0) continue;
-      if (it.n < detail::kQ4PanelMin) {
+      if (it.n < t.q4_panel_min) {
         xq[i] = detail::quantize_q4_input(t, *it.gptq, it.X, it.n, mem + mem_start[i]);
       } else if (it.gptq->identity_layout()) {
         xp[i] = it.X;

@@ -254,8 +254,8 @@ inline void q4_tile_pair(const GptqMatrix& W, int64_t t, const Q4Input& X, float
 
 template <bool Half>
 void gptq_rows_t(const GptqMatrix& W, const Q4Input& X, float* Y, int64_t r0, int64_t r1) {
-  // Fewer than kQ4PanelMin activation rows (dispatch.cc sends more to the
-  // panels), so all of them stay in cache while the tiles stream.
+  // Few activation rows (dispatch.cc sends q4_panel_min or more to the panels),
+  // so all of them stay in cache while the tiles stream.
   const int64_t n = X.n;
   for (int64_t r = r0; r < r1; r += kTR) {
     const int64_t t = r / kTR;

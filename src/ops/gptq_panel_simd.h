@@ -5,7 +5,7 @@
 
 // ---- GPTQ int4, many activation rows (prefill): fp32 panels ----
 //
-// From kQ4PanelMin rows on, a tile is dequantized once into an fp32 panel
+// From the table's q4_panel_min rows on, a tile is dequantized once into an fp32 panel
 // [packed column][16 rows] (w = s·q − s·z, one fmsub per weight) and every
 // activation row runs against it as a plain FMA GEMM: for each column k,
 // acc[row lanes] += x[k] · panel[k]. Each output accumulates over k in order, in

@@ -167,7 +167,7 @@ const KernelTable& avx2_kernels() {
   // No q8_int_rows: without VNNI a byte dot product (vpmaddubsw, vpmaddwd, vpaddd) per
   // level costs as many instructions as widening the int8 codes to fp32.
   static const KernelTable t{"avx2", dense_rows, gptq_rows, gptq_rows_f32, q4_quantize_scalar, nullptr, matvec_rows,
-                             nullptr, nullptr, nullptr, nullptr};
+                             nullptr, nullptr, nullptr, nullptr, kQ4PanelMinAvx2};
   return t;
 }
 

@@ -212,7 +212,7 @@ void bf16_dot_rows(const DenseMatrix& W, const uint16_t* Xb, int64_t n, float* Y
 
 const KernelTable& scalar_kernels() {
   static const KernelTable t{"scalar", dense_rows, gptq_rows, gptq_rows_f32, q4_quantize_scalar, bf16_dot_rows, nullptr,
-                             q8_int_rows, nullptr, nullptr, nullptr};
+                             q8_int_rows, nullptr, nullptr, nullptr, kQ4PanelMin};
   return t;
 }
 

@@ -14,8 +14,8 @@
 //  * n >= kDensePanelMin (where V::kDensePanels): 16 rows transposed into a
 //    k-major fp32 panel, then a broadcast-FMA GEMM (q4_panel_rows)
 //    (both in dense_panel_simd.h).
-// GPTQ int4 weights: n < kQ4PanelMin integer (VNNI-style) dot products on
-// 16-row tiles (gptq_dot_simd.h); n >= kQ4PanelMin each tile dequantized once
+// GPTQ int4 weights: n < q4_panel_min (the table's) integer (VNNI-style) dot products on
+// 16-row tiles (gptq_dot_simd.h); from there on each tile dequantized once
 // into the same fp32 panel form (gptq_panel_simd.h).
 // Not include-guarded on purpose (meant for exactly one inclusion per ISA file).
 

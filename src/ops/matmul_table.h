@@ -77,7 +77,7 @@ struct KernelTable {
   // Rows [r0, r1) of Y[n][W.rows] for quantized activations X (r0 a multiple of
   // GptqMatrix::kTileRows). Every path computes bit-identical results.
   void (*gptq_rows)(const GptqMatrix& W, const Q4Input& X, float* Y, int64_t r0, int64_t r1);
-  // From kQ4PanelMin activation rows on: rows [r0, r1) of Y for fp32 activations
+  // From q4_panel_min activation rows on (below): rows [r0, r1) of Y for fp32 activations
   // Xp [n][W.padded_cols()] in packed column order (tiles dequantized to fp32).
   void (*gptq_rows_f32)(const GptqMatrix& W, const float* Xp, int64_t n, float* Y, int64_t r0, int64_t r1);
   // Quantizes nblocks blocks of 32 values at x (see Q4Input): xh/xm/xl [nblocks * 32],
@@ -107,6 +107,12 @@ struct KernelTable {
   // by side (Q4Kernel::kPairs; which of the two is faster depends on the host: probe).
   // The same bits as gptq_rows.
   void (*gptq_rows_pairs)(const GptqMatrix& W, const Q4Input& X, float* Y, int64_t r0, int64_t r1);
+  // GPTQ products with at least this many activation rows take gptq_rows_f32 (a tile
+  // dequantized once pays off), fewer the integer gptq_rows: kQ4PanelMin where byte
+  // dot products are one instruction (VNNI; the scalar twin), kQ4PanelMinAvx2 on avx2,
+  // whose byte dot product takes two (vpmaddubsw + vpaddw) a level. Both kernels
+  // work for any row count; the tests compare each with its scalar twin at every count.
+  int64_t q4_panel_min;
 };
 
 // matvec_rows modes (the same numbers as dense_matvec_simd.h's DecodeMode).
@@ -114,8 +120,11 @@ constexpr int kMatvecSeqNta = 0, kMatvecSeqT0 = 1, kMatvecSeqNone = 2, kMatvecTi
 
 constexpr int64_t kBf16DotPad = 32;
 // GPTQ products with at least this many activation rows take gptq_rows_f32
-// (prefill: dequantizing a tile once pays off), fewer the integer path.
+// (KernelTable::q4_panel_min). With VNNI the integer path is ~2x the fp32 panels
+// up to 12 rows (Intel Xeon, one thread: 111 vs 49 GFLOP/s at 8 rows); without it
+// (avx2) the panels win from 8 rows (44 vs 41 at 8, 58 vs 43 at 12).
 constexpr int64_t kQ4PanelMin = 16;
+constexpr int64_t kQ4PanelMinAvx2 = 8;
 
 // AMX (matmul_amx.cc; call only when cpu_features().amx_bf16): BF16 W times
 // activations split into three bf16 parts (Bf16Kernel::kAmx), packed once per

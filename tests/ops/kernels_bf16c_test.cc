@@ -51,7 +51,9 @@ TEST(Bf16c, EncodingIsLossless) {
     ASSERT_EQ(c.bf16c->esc_start.size(), static_cast<size_t>(s.rows + 1));
     bool odd_in_table = false;   // small matrices use fewer than 16 high bytes: the table takes rare ones too
     for (uint8_t h : c.bf16c->table) odd_in_table |= h == (detail::f32_to_bf16(1.0e20f) >> 8);
-    if (s.rows > 2 && !odd_in_table) EXPECT_GE(c.bf16c->esc_start[3] - c.bf16c->esc_start[2], s.cols / 64);
+    if (s.rows > 2 && !odd_in_table) {
+      EXPECT_GE(c.bf16c->esc_start[3] - c.bf16c->esc_start[2], s.cols / 64);
+    }
     std::vector<uint16_t> row(s.cols);
     for (int64_t r = 0; r < s.rows; ++r) {
       detail::bf16c_decode_row(c, r, row.data());

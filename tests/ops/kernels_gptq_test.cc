@@ -244,6 +244,63 @@ TEST(GptqKernels, SimdPathsMatchScalarTwin) {
   }
 }
 
+// The two GPTQ kernels of every table against the scalar table's, bit for bit, at
+// every activation-row count around the panel thresholds (q4_panel_min is 16 on
+// scalar and avx512, 8 on avx2, so matmul alone would compare different kernels
+// there): the integer kernel on 21-bit activations, the panel kernel on fp32
+// activations in packed column order. And matmul on each path takes the panel
+// kernel from its table's q4_panel_min on and the integer one below it.
+TEST(GptqKernels, BothKernelsMatchScalarTwinAtEveryRowCount) {
+  std::mt19937 rng(23);
+  std::vector<std::pair<std::string, const detail::KernelTable*>> tables;
+  if (cpu_features().has_avx2_path()) tables.emplace_back("avx2", &detail::avx2_kernels());
+  if (cpu_features().has_avx512_path()) tables.emplace_back("avx512", &detail::avx512_kernels());
+  EXPECT_EQ(detail::scalar_kernels().q4_panel_min, detail::kQ4PanelMin);
+  for (const auto& [name, t] : tables) EXPECT_EQ(t->q4_panel_min, name == "avx2" ? detail::kQ4PanelMinAvx2 : detail::kQ4PanelMin);
+  for (GIdx gi : {GIdx::None, GIdx::Permuted}) {
+    Canon c = make_canon(40, 96, 32, gi == GIdx::None, gi, rng, gi == GIdx::None);
+    auto m = gptq_pack(c.view());
+    const int64_t kp = m->padded_cols();
+    for (int64_t n = 1; n <= 17; ++n) {
+      auto x = testing::random_floats(rng, n * c.cols);
+      for (size_t i = 0; i < x.size(); i += 29) x[i] *= 40;
+      std::vector<float> xp(n * kp);
+      for (int64_t j = 0; j < n; ++j) m->gather_input(x.data() + j * c.cols, xp.data() + j * kp);
+      auto run = [&](const detail::KernelTable& t, bool panel) {
+        std::vector<float> y(n * c.rows, -999.0f);
+        if (panel) {
+          t.gptq_rows_f32(*m, xp.data(), n, y.data(), 0, c.rows);
+        } else {
+          std::vector<unsigned char> mem(detail::q4_input_bytes(*m, n) + 64);
+          unsigned char* p = mem.data() + (64 - reinterpret_cast<uintptr_t>(mem.data()) % 64) % 64;
+          const detail::Q4Input q = detail::quantize_q4_input(t, *m, x.data(), n, p);
+          t.gptq_rows(*m, q, y.data(), 0, c.rows);
+        }
+        return y;
+      };
+      for (bool panel : {false, true}) {
+        const std::vector<float> want = run(detail::scalar_kernels(), panel);
+        for (const auto& [name, t] : tables) {
+          const std::vector<float> got = run(*t, panel);
+          for (size_t i = 0; i < got.size(); ++i)
+            ASSERT_EQ(got[i], want[i]) << name << (panel ? " panel" : " integer") << " n=" << n << " " << i;
+        }
+      }
+      // matmul picks by the path's threshold.
+      std::vector<std::pair<std::string, const detail::KernelTable*>> all = tables;
+      all.emplace_back("scalar", &detail::scalar_kernels());
+      for (const auto& [name, t] : all) {
+        PathGuard g(name);
+        std::vector<float> y(n * c.rows);
+        matmul(*m, x.data(), n, y.data());
+        const bool panel = n >= t->q4_panel_min;
+        EXPECT_EQ(y, run(*t, panel)) << name << " n=" << n << " expects the " << (panel ? "panel" : "integer")
+                                     << " kernel";
+      }
+    }
+  }
+}
+
 // One-row decode with two tiles read side by side (Q4Kernel::kPairs, forced) against
 // the scalar twin, bit for bit: row counts with an odd tile count and a partial last
 // tile (the pairs' remainder runs tile by tile), short and long rows, stored and
