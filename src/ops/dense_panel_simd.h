@@ -67,12 +67,8 @@ inline void q4_panel_rows(const float* panel, int64_t kp, const float* Xp, int64
 // Each output still sums over k in order in one lane: the same bits either way.
 inline void q4_panel_all(const float* panel, int64_t kp, const float* Xp, int64_t n, float* Y, int64_t ldy,
                          int64_t r0, int nr) {
-  const int64_t passes = (n + V::PNX - 1) / V::PNX;
-  for (int64_t p = 0, j = 0; p < passes; ++p) {
-    const int64_t rows = (n - j) / (passes - p);
-    for_count<V::PNX>(rows, [&](auto nx) { q4_panel_rows<decltype(nx)::value>(panel, kp, Xp, j, Y, ldy, r0, nr); });
-    j += rows;
-  }
+  for_even_passes<V::PNX>(
+      n, [&](auto nx, int64_t j) { q4_panel_rows<decltype(nx)::value>(panel, kp, Xp, j, Y, ldy, r0, nr); });
 }
 
 // Two panels side by side (32 weight rows; where V::kPanelPairs): every activation row
@@ -115,16 +111,13 @@ inline void q4_panel2_rows(const float* a, const float* b, int64_t kp, const flo
 }
 
 // Every activation row against two panels, in passes of at most V::PNX2 rows of nearly
-// equal size (16 rows: 8 + 8, not 12 + 4, whose short pass would wait on FMA latency).
+// equal size (for_even_passes).
 template <class VV = V>
 inline void q4_panel2_all(const float* a, const float* b, int64_t kp, const float* Xp, int64_t n, float* Y,
                           int64_t ldy, int64_t r0, int nra, int nrb) {
-  const int64_t passes = (n + VV::PNX2 - 1) / VV::PNX2;
-  for (int64_t p = 0, j = 0; p < passes; ++p) {
-    const int64_t rows = (n - j) / (passes - p);
-    for_count<VV::PNX2>(rows, [&](auto nx) { q4_panel2_rows<decltype(nx)::value>(a, b, kp, Xp, j, Y, ldy, r0, nra, nrb); });
-    j += rows;
-  }
+  for_even_passes<VV::PNX2>(n, [&](auto nx, int64_t j) {
+    q4_panel2_rows<decltype(nx)::value>(a, b, kp, Xp, j, Y, ldy, r0, nra, nrb);
+  });
 }
 
 // Panels of rows [r, r + nr) (nr <= 2 kTR: a pair where V::kPanelPairs, else one panel)

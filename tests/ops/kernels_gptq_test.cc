@@ -257,6 +257,8 @@ TEST(GptqKernels, BothKernelsMatchScalarTwinAtEveryRowCount) {
   if (cpu_features().has_avx512_path()) tables.emplace_back("avx512", &detail::avx512_kernels());
   EXPECT_EQ(detail::scalar_kernels().q4_panel_min, detail::kQ4PanelMin);
   for (const auto& [name, t] : tables) EXPECT_EQ(t->q4_panel_min, name == "avx2" ? detail::kQ4PanelMinAvx2 : detail::kQ4PanelMin);
+  std::vector<std::pair<std::string, const detail::KernelTable*>> all = tables;   // matmul's paths
+  all.emplace_back("scalar", &detail::scalar_kernels());
   for (GIdx gi : {GIdx::None, GIdx::Permuted}) {
     Canon c = make_canon(40, 96, 32, gi == GIdx::None, gi, rng, gi == GIdx::None);
     auto m = gptq_pack(c.view());
@@ -287,8 +289,6 @@ TEST(GptqKernels, BothKernelsMatchScalarTwinAtEveryRowCount) {
         }
       }
       // matmul picks by the path's threshold.
-      std::vector<std::pair<std::string, const detail::KernelTable*>> all = tables;
-      all.emplace_back("scalar", &detail::scalar_kernels());
       for (const auto& [name, t] : all) {
         PathGuard g(name);
         std::vector<float> y(n * c.rows);
