@@ -29,28 +29,41 @@ void prefill_rows(const Decode& decode, int64_t K, const float* X, int64_t ldx, 
     }
   }
 }
+// Activation rows [j0, j0 + NX) of Xp (row stride ldx) against kc columns of a panel;
+// with acc_in the sums go on from the Y values (the panel's earlier columns, in order).
 template <int NX>
-inline void q4_panel_rows(const float* panel, int64_t kp, const float* Xp, int64_t j0, float* Y, int64_t ldy,
-                          int64_t r0, int nr) {
+inline void q4_panel_rows(const float* panel, int64_t kc, const float* Xp, int64_t ldx, int64_t j0, float* Y,
+                          int64_t ldy, int64_t r0, int nr, bool acc_in) {
   using T = typename V::T;
+  alignas(64) float tmp[NX][kTR];   // one buffer before and after the loop (see q4_panel2_rows)
   T acc[NX][kH];
-  QINFER_UNROLL
-  for (int j = 0; j < NX; ++j)
+  if (acc_in) {
+    for (int j = 0; j < NX; ++j) {
+      const float* y = Y + (j0 + j) * ldy + r0;
+      for (int i = 0; i < kTR; ++i) tmp[j][i] = i < nr ? y[i] : 0.0f;
+    }
     QINFER_UNROLL
-    for (int h = 0; h < kH; ++h) acc[j][h] = V::zero();
-  const float* x = Xp + j0 * kp;
-  for (int64_t k = 0; k < kp; ++k) {
+    for (int j = 0; j < NX; ++j)
+      QINFER_UNROLL
+      for (int h = 0; h < kH; ++h) acc[j][h] = V::load(tmp[j] + h * V::W);
+  } else {
+    QINFER_UNROLL
+    for (int j = 0; j < NX; ++j)
+      QINFER_UNROLL
+      for (int h = 0; h < kH; ++h) acc[j][h] = V::zero();
+  }
+  const float* x = Xp + j0 * ldx;
+  for (int64_t k = 0; k < kc; ++k) {
     T w[kH];
     QINFER_UNROLL
     for (int h = 0; h < kH; ++h) w[h] = V::load(panel + k * kTR + h * V::W);
     QINFER_UNROLL
     for (int j = 0; j < NX; ++j) {
-      const T xv = V::set1(x[j * kp + k]);
+      const T xv = V::set1(x[j * ldx + k]);
       QINFER_UNROLL
       for (int h = 0; h < kH; ++h) acc[j][h] = V::fma(xv, w[h], acc[j][h]);
     }
   }
-  alignas(64) float tmp[NX][kTR];   // one buffer after the loop (see q4_panel2_rows)
   QINFER_UNROLL
   for (int j = 0; j < NX; ++j)
     QINFER_UNROLL
@@ -65,10 +78,11 @@ inline void q4_panel_rows(const float* panel, int64_t kp, const float* Xp, int64
 // nearly equal size (AVX2, 8 rows: 4 + 4, not 6 + 2, whose short pass is 4 FMA chains,
 // bound by the FMA latency at half the rate; a single row would be a quarter).
 // Each output still sums over k in order in one lane: the same bits either way.
-inline void q4_panel_all(const float* panel, int64_t kp, const float* Xp, int64_t n, float* Y, int64_t ldy,
-                         int64_t r0, int nr) {
-  for_even_passes<V::PNX>(
-      n, [&](auto nx, int64_t j) { q4_panel_rows<decltype(nx)::value>(panel, kp, Xp, j, Y, ldy, r0, nr); });
+inline void q4_panel_all(const float* panel, int64_t kc, const float* Xp, int64_t ldx, int64_t n, float* Y,
+                         int64_t ldy, int64_t r0, int nr, bool acc_in) {
+  for_even_passes<V::PNX>(n, [&](auto nx, int64_t j) {
+    q4_panel_rows<decltype(nx)::value>(panel, kc, Xp, ldx, j, Y, ldy, r0, nr, acc_in);
+  });
 }
 
 // Two panels side by side (32 weight rows; where V::kPanelPairs): every activation row
@@ -78,26 +92,36 @@ inline void q4_panel_all(const float* panel, int64_t kp, const float* Xp, int64_
 // the FMA peak), one expert's 512 rows 1.48x, the 256-expert MoE 1.2-1.4x. The rows of b are
 // r0 + kTR ... Each output still sums over k in order in one lane: the same bits.
 template <int NX>
-inline void q4_panel2_rows(const float* a, const float* b, int64_t kp, const float* Xp, int64_t j0, float* Y,
-                           int64_t ldy, int64_t r0, int nra, int nrb) {
+inline void q4_panel2_rows(const float* a, const float* b, int64_t kc, const float* Xp, int64_t ldx, int64_t j0,
+                           float* Y, int64_t ldy, int64_t r0, int nra, int nrb, bool acc_in) {
   static_assert(NX > 0 && kTR == V::W, "panel pairs are for 16-lane vectors");
   using T = typename V::T;
+  // All results to one buffer first: a per-row buffer with its copy loops inside the unrolled
+  // loop makes GCC 12 keep the accumulators in memory (zmm16-31 unused).
+  alignas(64) float tmp[NX][2 * kTR];
   T acc_a[NX], acc_b[NX];
-  QINFER_UNROLL
-  for (int j = 0; j < NX; ++j) acc_a[j] = acc_b[j] = V::zero();
-  const float* x = Xp + j0 * kp;
-  for (int64_t k = 0; k < kp; ++k) {
+  if (acc_in) {
+    for (int j = 0; j < NX; ++j) {
+      const float* y = Y + (j0 + j) * ldy + r0;
+      for (int i = 0; i < kTR; ++i) tmp[j][i] = i < nra ? y[i] : 0.0f;
+      for (int i = 0; i < kTR; ++i) tmp[j][kTR + i] = i < nrb ? y[kTR + i] : 0.0f;
+    }
+    QINFER_UNROLL
+    for (int j = 0; j < NX; ++j) acc_a[j] = V::load(tmp[j]), acc_b[j] = V::load(tmp[j] + kTR);
+  } else {
+    QINFER_UNROLL
+    for (int j = 0; j < NX; ++j) acc_a[j] = acc_b[j] = V::zero();
+  }
+  const float* x = Xp + j0 * ldx;
+  for (int64_t k = 0; k < kc; ++k) {
     const T wa = V::load(a + k * kTR), wb = V::load(b + k * kTR);
     QINFER_UNROLL
     for (int j = 0; j < NX; ++j) {
-      const T xv = V::set1(x[j * kp + k]);
+      const T xv = V::set1(x[j * ldx + k]);
       acc_a[j] = V::fma(xv, wa, acc_a[j]);
       acc_b[j] = V::fma(xv, wb, acc_b[j]);
     }
   }
-  // All results to one buffer first: a per-row buffer with its copy loops inside the unrolled
-  // loop makes GCC 12 keep the accumulators in memory (zmm16-31 unused).
-  alignas(64) float tmp[NX][2 * kTR];
   QINFER_UNROLL
   for (int j = 0; j < NX; ++j) {
     V::store(tmp[j], acc_a[j]);
@@ -113,25 +137,27 @@ inline void q4_panel2_rows(const float* a, const float* b, int64_t kp, const flo
 // Every activation row against two panels, in passes of at most V::PNX2 rows of nearly
 // equal size (for_even_passes).
 template <class VV = V>
-inline void q4_panel2_all(const float* a, const float* b, int64_t kp, const float* Xp, int64_t n, float* Y,
-                          int64_t ldy, int64_t r0, int nra, int nrb) {
+inline void q4_panel2_all(const float* a, const float* b, int64_t kc, const float* Xp, int64_t ldx, int64_t n,
+                          float* Y, int64_t ldy, int64_t r0, int nra, int nrb, bool acc_in) {
   for_even_passes<VV::PNX2>(n, [&](auto nx, int64_t j) {
-    q4_panel2_rows<decltype(nx)::value>(a, b, kp, Xp, j, Y, ldy, r0, nra, nrb);
+    q4_panel2_rows<decltype(nx)::value>(a, b, kc, Xp, ldx, j, Y, ldy, r0, nra, nrb, acc_in);
   });
 }
 
 // Panels of rows [r, r + nr) (nr <= 2 kTR: a pair where V::kPanelPairs, else one panel)
 // against every activation row; the second panel starts `stride` floats after the first.
+// The panels hold kc columns, Xp's rows the same kc columns at stride ldx; acc_in: see
+// q4_panel_rows.
 template <class VV = V>
-inline void panels_all(const float* panel, int64_t stride, int64_t kp, const float* Xp, int64_t n, float* Y,
-                       int64_t ldy, int64_t r, int nr) {
+inline void panels_all(const float* panel, int64_t stride, int64_t kc, const float* Xp, int64_t ldx, int64_t n,
+                       float* Y, int64_t ldy, int64_t r, int nr, bool acc_in = false) {
   if constexpr (VV::kPanelPairs) {
     if (nr > kTR) {
-      q4_panel2_all(panel, panel + stride, kp, Xp, n, Y, ldy, r, kTR, nr - kTR);
+      q4_panel2_all(panel, panel + stride, kc, Xp, ldx, n, Y, ldy, r, kTR, nr - kTR, acc_in);
       return;
     }
   }
-  q4_panel_all(panel, kp, Xp, n, Y, ldy, r, nr);
+  q4_panel_all(panel, kc, Xp, ldx, n, Y, ldy, r, nr, acc_in);
 }
 
 // Rows [r, r + nr) (nr <= 16) of a dense matrix widened, scaled and transposed 16 columns
@@ -174,6 +200,6 @@ void dense_panel_rows(const E* w, int64_t K, const float* scales, const float* X
     const int nr = static_cast<int>(std::min<int64_t>(kPanels * kTR, r1 - r));
     for (int p = 0; p * kTR < nr; ++p)
       dense_tile_panel<L, E>(w, K, scales, r + p * kTR, std::min(kTR, nr - p * kTR), panel_buf.data() + p * stride);
-    panels_all(panel_buf.data(), stride, K, X, n, Y, ldy, r, nr);
+    panels_all(panel_buf.data(), stride, K, X, K, n, Y, ldy, r, nr);
   }
 }

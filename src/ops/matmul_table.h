@@ -125,6 +125,16 @@ constexpr int64_t kBf16DotPad = 32;
 // (avx2) the panels win from 8 rows (44 vs 41 at 8, 58 vs 43 at 12).
 constexpr int64_t kQ4PanelMin = 16;
 constexpr int64_t kQ4PanelMinAvx2 = 8;
+// gptq_rows_f32 builds and uses its panels kQ4PanelBlocks column blocks (256 columns) at a
+// time for up to kQ4ChunkRows activation rows, so that a chunk's panel (16-32 KB) is
+// still in L1 when each pass reads it; a whole 2048-column panel is 128 KB, read back
+// from L2 by every pass. Above kQ4ChunkRows whole panels are faster again (the passes'
+// activation rows stream better). Intel Xeon (Emerald Rapids), one thread, bench_ops
+// GFLOP/s whole -> chunked: 256-expert MoE of 512 tokens avx2 47-55 -> 60-62, avx512
+// 75-88 -> 98; one expert n = 16 avx2 60 -> 66, avx512 74-76 -> 91-97; n = 512 avx2
+// 84 -> 68 (hence the limit).
+constexpr int64_t kQ4PanelBlocks = 8;
+constexpr int64_t kQ4ChunkRows = 32;
 
 // AMX (matmul_amx.cc; call only when cpu_features().amx_bf16): BF16 W times
 // activations split into three bf16 parts (Bf16Kernel::kAmx), packed once per

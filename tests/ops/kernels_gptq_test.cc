@@ -301,6 +301,50 @@ TEST(GptqKernels, BothKernelsMatchScalarTwinAtEveryRowCount) {
   }
 }
 
+// The panel kernel in column chunks (detail::kQ4PanelBlocks blocks a chunk, up to
+// kQ4ChunkRows activation rows; whole panels above): sums carried across chunk boundaries
+// through Y give the scalar twin's bits, with a partial last chunk, a partial last tile
+// (and tile pair), stored and uniform zero points, fp16 and fp32 scales, permuted columns,
+// a group that spans two chunks, and row counts on both sides of kQ4ChunkRows.
+TEST(GptqKernels, PanelChunksMatchScalarTwin) {
+  std::mt19937 rng(29);
+  struct Case {
+    int64_t rows, cols;
+    int gs;
+    bool sym, f16;
+    GIdx gi;
+  };
+  std::vector<std::pair<std::string, const detail::KernelTable*>> tables;
+  if (cpu_features().has_avx2_path()) tables.emplace_back("avx2", &detail::avx2_kernels());
+  if (cpu_features().has_avx512_path()) tables.emplace_back("avx512", &detail::avx512_kernels());
+  const int64_t chunk_cols = detail::kQ4PanelBlocks * GptqMatrix::kBlock;
+  for (const Case& k : {Case{40, 2 * chunk_cols + 96, 32, true, true, GIdx::None},
+                        Case{56, chunk_cols + 32, 96, false, false, GIdx::None},
+                        Case{24, 3 * chunk_cols - 40, 64, true, false, GIdx::Permuted}}) {
+    Canon c = make_canon(k.rows, k.cols, k.gs, k.sym, k.gi, rng, k.f16);
+    auto m = gptq_pack(c.view());
+    const int64_t kp = m->padded_cols();
+    ASSERT_GT(m->blocks(), detail::kQ4PanelBlocks);
+    for (int64_t n : {int64_t{8}, int64_t{13}, detail::kQ4ChunkRows, detail::kQ4ChunkRows + 1}) {
+      auto x = testing::random_floats(rng, n * c.cols);
+      for (size_t i = 0; i < x.size(); i += 31) x[i] *= 40;
+      std::vector<float> xp(n * kp);
+      for (int64_t j = 0; j < n; ++j) m->gather_input(x.data() + j * c.cols, xp.data() + j * kp);
+      auto run = [&](const detail::KernelTable& t) {
+        std::vector<float> y(n * c.rows, -999.0f);
+        t.gptq_rows_f32(*m, xp.data(), n, y.data(), 0, c.rows);
+        return y;
+      };
+      const std::vector<float> want = run(detail::scalar_kernels());
+      for (const auto& [p, t] : tables) {
+        const std::vector<float> got = run(*t);
+        for (size_t i = 0; i < got.size(); ++i)
+          ASSERT_EQ(got[i], want[i]) << p << " rows " << k.rows << " cols " << k.cols << " n=" << n << " " << i;
+      }
+    }
+  }
+}
+
 // One-row decode with two tiles read side by side (Q4Kernel::kPairs, forced) against
 // the scalar twin, bit for bit: row counts with an odd tile count and a partial last
 // tile (the pairs' remainder runs tile by tile), short and long rows, stored and
