@@ -1038,9 +1038,17 @@ void matmul(const GptqMatrix& W, const float* X, int64_t n, float* Y) {
 
 namespace {
 // GPTQ prefill panels run on AMX where the BF16 panels do (the probe's or the
-// forced choice) and the zero point is uniform (symmetric GPTQ).
+// forced choice) and the zero point is uniform (symmetric GPTQ), from kQ4PanelMin
+// rows (as measured on Sapphire Rapids; the VNNI integer path's later start,
+// kQ4PanelMinVnni, was measured against the fp32 panels only).
 bool gptq_amx_on(const KernelTable& t, const GptqMatrix& W, int64_t n) {
-  return n >= t.q4_panel_min && W.uniform_zero() >= 0 && bf16_kernel_on(t, n) == Bf16Kernel::kAmx;
+  return n >= detail::kQ4PanelMin && W.uniform_zero() >= 0 &&
+         bf16_kernel_on(t, detail::kQ4PanelMin) == Bf16Kernel::kAmx;
+}
+// Whether a GPTQ item of n activation rows takes panels (fp32 or AMX) rather than
+// the integer kernel.
+bool gptq_panel_on(const KernelTable& t, const GptqMatrix& W, int64_t n) {
+  return n >= t.q4_panel_min || gptq_amx_on(t, W, n);
 }
 int64_t align64(int64_t b) { return (b + 63) / 64 * 64; }
 }  // namespace
@@ -1051,6 +1059,7 @@ void matmul_batch(const BatchProduct* items, size_t count) {
   std::vector<detail::Q4Input> xq(count);
   std::vector<detail::Q8Input> xq8(count);      // dense int8 items on the integer path
   std::vector<char> q8int(count, 0);
+  std::vector<char> panel(count, 0);             // GPTQ items on panels (fp32 or AMX), not integer dots
   std::vector<char> amxq(count, 0);              // GPTQ items on AMX panels
   std::vector<detail::AmxQ4Input> xa(count);
   std::vector<char> active(count, 0);            // runs in the shared pass
@@ -1068,9 +1077,9 @@ void matmul_batch(const BatchProduct* items, size_t count) {
         rows = it.gptq->tiles() * TR;
         work += static_cast<double>(it.gptq->padded_cols()) * (0.5 + it.n) * it.gptq->rows();
         quant += static_cast<double>(it.gptq->padded_cols()) * it.n;
-        bytes = it.n >= t.q4_panel_min
-                    ? (it.gptq->identity_layout() ? 0 : it.n * it.gptq->padded_cols() * int64_t{sizeof(float)})
-                    : detail::q4_input_bytes(*it.gptq, it.n);
+        panel[i] = gptq_panel_on(t, *it.gptq, it.n);
+        bytes = panel[i] ? (it.gptq->identity_layout() ? 0 : it.n * it.gptq->padded_cols() * int64_t{sizeof(float)})
+                         : detail::q4_input_bytes(*it.gptq, it.n);
         if (gptq_amx_on(t, *it.gptq, it.n)) {
           amxq[i] = 1;
           bytes = align64(bytes) + align64(detail::amx_q4_input_elems(it.n, it.gptq->padded_cols()) * 2);
@@ -1108,10 +1117,10 @@ void matmul_batch(const BatchProduct* items, size_t count) {
   std::vector<int64_t> same_as(count, -1);
   for (size_t i = 1; i < count; ++i) {
     const BatchProduct& it = items[i];
-    if (!active[i] || !it.gptq || !it.gptq->identity_layout() || it.n >= t.q4_panel_min) continue;
+    if (!active[i] || !it.gptq || !it.gptq->identity_layout() || panel[i]) continue;
     for (size_t j = 0; j < i; ++j) {
       const BatchProduct& o = items[j];
-      if (active[j] && o.gptq && same_as[j] < 0 && o.gptq->identity_layout() && o.gptq->cols() == it.gptq->cols() &&
+      if (active[j] && o.gptq && !panel[j] && same_as[j] < 0 && o.gptq->identity_layout() && o.gptq->cols() == it.gptq->cols() &&
           o.n == it.n && std::memcmp(o.X, it.X, static_cast<size_t>(it.n * it.gptq->cols()) * sizeof(float)) == 0) {
         same_as[i] = static_cast<int64_t>(j);
         break;
@@ -1125,7 +1134,7 @@ void matmul_batch(const BatchProduct* items, size_t count) {
       const BatchProduct& it = items[i];
       if (active[i] && q8int[i]) xq8[i] = detail::quantize_q8_input(it.X, it.n, it.dense->cols, mem + mem_start[i]);
       if (!active[i] || !it.gptq || same_as[i] >= 0) continue;
-      if (it.n < t.q4_panel_min) {
+      if (!panel[i]) {
         xq[i] = detail::quantize_q4_input(t, *it.gptq, it.X, it.n, mem + mem_start[i]);
       } else if (it.gptq->identity_layout()) {
         xp[i] = it.X;

@@ -524,7 +524,7 @@ void q8_int_rows(const DenseMatrix& W, const Q8Input& X, float* Y, int64_t r0, i
 
 const KernelTable& avx512_kernels() {
   static const KernelTable t{"avx512", dense_rows, gptq_rows, gptq_rows_f32, q4_quantize, bf16_dot_rows, matvec_rows,
-                             q8_int_rows, bf16_split2_rows, bf16_dot_seq_rows, gptq_rows_pairs<>, kQ4PanelMin};
+                             q8_int_rows, bf16_split2_rows, bf16_dot_seq_rows, gptq_rows_pairs<>, kQ4PanelMinVnni};
   return t;
 }
 

@@ -108,8 +108,8 @@ struct KernelTable {
   // The same bits as gptq_rows.
   void (*gptq_rows_pairs)(const GptqMatrix& W, const Q4Input& X, float* Y, int64_t r0, int64_t r1);
   // GPTQ products with at least this many activation rows take gptq_rows_f32 (a tile
-  // dequantized once pays off), fewer the integer gptq_rows: kQ4PanelMin where byte
-  // dot products are one instruction (VNNI; the scalar twin), kQ4PanelMinAvx2 on avx2,
+  // dequantized once pays off), fewer the integer gptq_rows: kQ4PanelMinVnni where byte
+  // dot products are one instruction (VNNI), kQ4PanelMin in the scalar twin, kQ4PanelMinAvx2 on avx2,
   // whose byte dot product takes two (vpmaddubsw + vpaddw) a level. Both kernels
   // work for any row count; the tests compare each with its scalar twin at every count.
   int64_t q4_panel_min;
@@ -120,10 +120,16 @@ constexpr int kMatvecSeqNta = 0, kMatvecSeqT0 = 1, kMatvecSeqNone = 2, kMatvecTi
 
 constexpr int64_t kBf16DotPad = 32;
 // GPTQ products with at least this many activation rows take gptq_rows_f32
-// (KernelTable::q4_panel_min). With VNNI the integer path is ~2x the fp32 panels
-// up to 12 rows (Intel Xeon, one thread: 111 vs 49 GFLOP/s at 8 rows); without it
+// (KernelTable::q4_panel_min): kQ4PanelMin in the scalar twin (also where the BF16
+// kernel choice switches from its decode to its panel probe), kQ4PanelMinVnni on avx512,
+// kQ4PanelMinAvx2 on avx2. With VNNI the integer path beats the fp32 panels up to ~24
+// rows (Intel Xeon, Emerald Rapids, one thread, bench_ops medians of 3, three alternating
+// runs, GFLOP/s integer vs chunked panels: 8 rows 115-118 vs 49-73, 12 rows 116-118 vs
+// 77, 16 rows 94-117 vs 86-100, 24 rows 112-117 vs 86-94; the 256-expert MoE of 512
+// tokens 107-117 vs 69-100; 64 rows stay on panels, 104-111 either way); without it
 // (avx2) the panels win from 8 rows (44 vs 41 at 8, 58 vs 43 at 12).
 constexpr int64_t kQ4PanelMin = 16;
+constexpr int64_t kQ4PanelMinVnni = 32;
 constexpr int64_t kQ4PanelMinAvx2 = 8;
 // gptq_rows_f32 builds and uses its panels kQ4PanelBlocks column blocks (256 columns) at a
 // time for up to kQ4ChunkRows activation rows, so that a chunk's panel (16-32 KB) is

@@ -246,7 +246,7 @@ TEST(GptqKernels, SimdPathsMatchScalarTwin) {
 
 // The two GPTQ kernels of every table against the scalar table's, bit for bit, at
 // every activation-row count around the panel thresholds (q4_panel_min is 16 on
-// scalar and avx512, 8 on avx2, so matmul alone would compare different kernels
+// scalar, 32 on avx512, 8 on avx2, so matmul alone would compare different kernels
 // there): the integer kernel on 21-bit activations, the panel kernel on fp32
 // activations in packed column order. And matmul on each path takes the panel
 // kernel from its table's q4_panel_min on and the integer one below it.
@@ -256,14 +256,15 @@ TEST(GptqKernels, BothKernelsMatchScalarTwinAtEveryRowCount) {
   if (cpu_features().has_avx2_path()) tables.emplace_back("avx2", &detail::avx2_kernels());
   if (cpu_features().has_avx512_path()) tables.emplace_back("avx512", &detail::avx512_kernels());
   EXPECT_EQ(detail::scalar_kernels().q4_panel_min, detail::kQ4PanelMin);
-  for (const auto& [name, t] : tables) EXPECT_EQ(t->q4_panel_min, name == "avx2" ? detail::kQ4PanelMinAvx2 : detail::kQ4PanelMin);
+  for (const auto& [name, t] : tables)
+    EXPECT_EQ(t->q4_panel_min, name == "avx2" ? detail::kQ4PanelMinAvx2 : detail::kQ4PanelMinVnni);
   std::vector<std::pair<std::string, const detail::KernelTable*>> all = tables;   // matmul's paths
   all.emplace_back("scalar", &detail::scalar_kernels());
   for (GIdx gi : {GIdx::None, GIdx::Permuted}) {
     Canon c = make_canon(40, 96, 32, gi == GIdx::None, gi, rng, gi == GIdx::None);
     auto m = gptq_pack(c.view());
     const int64_t kp = m->padded_cols();
-    for (int64_t n = 1; n <= 17; ++n) {
+    for (int64_t n = 1; n <= detail::kQ4PanelMinVnni + 1; ++n) {
       auto x = testing::random_floats(rng, n * c.cols);
       for (size_t i = 0; i < x.size(); i += 29) x[i] *= 40;
       std::vector<float> xp(n * kp);
