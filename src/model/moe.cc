@@ -189,10 +189,16 @@ void decoder_layer(const TextConfig& tc, const LayerWeights& l, const float* inv
   ar.reset();
   float* u = ar.alloc<float>(N * H);
   float* y = ar.alloc<float>(N * H);
+  // fn(t) for each token row, in parallel for a prefill (each row alone: the same bits).
+  auto each_row = [&](const auto& fn) {
+    parallel_for(N, 16, [&](int64_t t0, int64_t t1, int) {
+      for (int64_t t = t0; t < t1; ++t) fn(t);
+    });
+  };
   {
     // 1. u = RMSNorm(X) with the input norm (a layer of docs/MODEL.md §2).
     ProfileScope prof(Part::kNorms);
-    ops::rmsnorm_rows(X, l.input_norm.data(), N, H, eps, u);
+    each_row([&](int64_t t) { ops::rmsnorm(X + t * H, l.input_norm.data(), H, eps, u + t * H); });
   }
   // 2. The token mixer: y = DeltaNet(u) on linear-attention layers, else gated attention(u).
   if (l.type == LayerType::kLinearAttention)
@@ -202,14 +208,19 @@ void decoder_layer(const TextConfig& tc, const LayerWeights& l, const float* inv
   {
     // 3. Residual X += y, then u = RMSNorm(X) with the post-attention norm.
     ProfileScope prof(Part::kNorms);
-    for (int64_t i = 0; i < N * H; ++i) X[i] += y[i];
-    ops::rmsnorm_rows(X, l.post_norm.data(), N, H, eps, u);
+    each_row([&](int64_t t) {
+      float* x = X + t * H;
+      for (int64_t i = 0; i < H; ++i) x[i] += y[t * H + i];
+      ops::rmsnorm(x, l.post_norm.data(), H, eps, u + t * H);
+    });
   }
   // 4. y = MoE(u): routed top-k experts plus the gated shared expert.
   moe_forward(tc, l.moe, u, N, y, topk, ar, observer);
   // 5. Residual X += y.
   ProfileScope prof(Part::kNorms);
-  for (int64_t i = 0; i < N * H; ++i) X[i] += y[i];
+  each_row([&](int64_t t) {
+    for (int64_t i = t * H; i < (t + 1) * H; ++i) X[i] += y[i];
+  });
 }
 
 }  // namespace qinfer::model
