@@ -1045,11 +1045,6 @@ bool gptq_amx_on(const KernelTable& t, const GptqMatrix& W, int64_t n) {
   return n >= detail::kQ4PanelMin && W.uniform_zero() >= 0 &&
          bf16_kernel_on(t, detail::kQ4PanelMin) == Bf16Kernel::kAmx;
 }
-// Whether a GPTQ item of n activation rows takes panels (fp32 or AMX) rather than
-// the integer kernel.
-bool gptq_panel_on(const KernelTable& t, const GptqMatrix& W, int64_t n) {
-  return n >= t.q4_panel_min || gptq_amx_on(t, W, n);
-}
 int64_t align64(int64_t b) { return (b + 63) / 64 * 64; }
 }  // namespace
 
@@ -1077,13 +1072,11 @@ void matmul_batch(const BatchProduct* items, size_t count) {
         rows = it.gptq->tiles() * TR;
         work += static_cast<double>(it.gptq->padded_cols()) * (0.5 + it.n) * it.gptq->rows();
         quant += static_cast<double>(it.gptq->padded_cols()) * it.n;
-        panel[i] = gptq_panel_on(t, *it.gptq, it.n);
+        amxq[i] = gptq_amx_on(t, *it.gptq, it.n);
+        panel[i] = amxq[i] || it.n >= t.q4_panel_min;   // else the integer kernel
         bytes = panel[i] ? (it.gptq->identity_layout() ? 0 : it.n * it.gptq->padded_cols() * int64_t{sizeof(float)})
                          : detail::q4_input_bytes(*it.gptq, it.n);
-        if (gptq_amx_on(t, *it.gptq, it.n)) {
-          amxq[i] = 1;
-          bytes = align64(bytes) + align64(detail::amx_q4_input_elems(it.n, it.gptq->padded_cols()) * 2);
-        }
+        if (amxq[i]) bytes = align64(bytes) + align64(detail::amx_q4_input_elems(it.n, it.gptq->padded_cols()) * 2);
         active[i] = 1;
       } else {
         check_dense(*it.dense, "matmul_batch");

@@ -244,6 +244,14 @@ TEST(GptqKernels, SimdPathsMatchScalarTwin) {
   }
 }
 
+// The SIMD kernel tables this CPU runs, by path name.
+std::vector<std::pair<std::string, const detail::KernelTable*>> simd_tables() {
+  std::vector<std::pair<std::string, const detail::KernelTable*>> tables;
+  if (cpu_features().has_avx2_path()) tables.emplace_back("avx2", &detail::avx2_kernels());
+  if (cpu_features().has_avx512_path()) tables.emplace_back("avx512", &detail::avx512_kernels());
+  return tables;
+}
+
 // The two GPTQ kernels of every table against the scalar table's, bit for bit, at
 // every activation-row count around the panel thresholds (q4_panel_min is 16 on
 // scalar, 32 on avx512, 8 on avx2, so matmul alone would compare different kernels
@@ -252,9 +260,7 @@ TEST(GptqKernels, SimdPathsMatchScalarTwin) {
 // kernel from its table's q4_panel_min on and the integer one below it.
 TEST(GptqKernels, BothKernelsMatchScalarTwinAtEveryRowCount) {
   std::mt19937 rng(23);
-  std::vector<std::pair<std::string, const detail::KernelTable*>> tables;
-  if (cpu_features().has_avx2_path()) tables.emplace_back("avx2", &detail::avx2_kernels());
-  if (cpu_features().has_avx512_path()) tables.emplace_back("avx512", &detail::avx512_kernels());
+  const auto tables = simd_tables();
   EXPECT_EQ(detail::scalar_kernels().q4_panel_min, detail::kQ4PanelMin);
   for (const auto& [name, t] : tables)
     EXPECT_EQ(t->q4_panel_min, name == "avx2" ? detail::kQ4PanelMinAvx2 : detail::kQ4PanelMinVnni);
@@ -315,9 +321,7 @@ TEST(GptqKernels, PanelChunksMatchScalarTwin) {
     bool sym, f16;
     GIdx gi;
   };
-  std::vector<std::pair<std::string, const detail::KernelTable*>> tables;
-  if (cpu_features().has_avx2_path()) tables.emplace_back("avx2", &detail::avx2_kernels());
-  if (cpu_features().has_avx512_path()) tables.emplace_back("avx512", &detail::avx512_kernels());
+  const auto tables = simd_tables();
   const int64_t chunk_cols = detail::kQ4PanelBlocks * GptqMatrix::kBlock;
   for (const Case& k : {Case{40, 2 * chunk_cols + 96, 32, true, true, GIdx::None},
                         Case{56, chunk_cols + 32, 96, false, false, GIdx::None},
