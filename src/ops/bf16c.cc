@@ -105,8 +105,7 @@ DenseMatrix dense_to_bf16c(const DenseMatrix& src, const Bf16cTable& table,
           uint8_t* N = L + kBf16cBlock;
           bool escape = false;
           for (int p = 0; p < 64; ++p) {
-            const int j = p / 4, k = p % 4;
-            const uint16_t x = v[16 * k + j];
+            const uint16_t x = v[bf16c_column(p)];
             L[p] = static_cast<uint8_t>(x & 0xff);
             int ci = code[x >> 8];
             if (ci < 0) {
@@ -161,7 +160,7 @@ void bf16c_decode_block(const DenseMatrix& W, int64_t r, int64_t b, uint16_t* ou
   const uint8_t* N = L + kBf16cBlock;
   for (int p = 0; p < 64; ++p) {
     const int ci = p < 32 ? (N[p] & 15) : (N[p - 32] >> 4);
-    out[16 * (p % 4) + p / 4] = static_cast<uint16_t>(a.table[ci] << 8 | L[p]);
+    out[bf16c_column(p)] = static_cast<uint16_t>(a.table[ci] << 8 | L[p]);
   }
 }
 

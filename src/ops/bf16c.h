@@ -12,9 +12,11 @@
 // row's low bytes then its index bytes, two streams, decoded 3x slower from memory
 // on AMD Zen 4):
 //   block b = [64 low bytes][32 index bytes]
-// Its low bytes hold column 64 b + 16 k + j at byte 4 j + k (so that four 32-bit
-// shifts and masks give the four 16-column fp32 vectors of the plain kernel, in its
-// lanes); its index bytes hold the 4-bit table index of byte position i (0..31) in
+// Its low bytes hold column 64 b + 16 g + 4 q + m at byte 16 q + 4 g + m (q, g, m
+// < 4: bf16c_column), so that byte-interleaving the low and high bytes within each
+// 16-byte lane (vpunpck{l,h}bw) and then each word with a zero word (vpunpck{l,h}wd)
+// gives the plain kernel's fp32 vectors in its lanes: 16 columns each on AVX-512, 8
+// on AVX2; its index bytes hold the 4-bit table index of byte position i (0..31) in
 // the low nibble of byte i and that of position i + 32 in the high nibble. A block
 // holding a high byte outside the table is an escape: its 64 bf16 values are kept as
 // they are, in column order, in `raw` (its slot in the stream is unused), listed per
@@ -46,6 +48,8 @@ struct Bf16cAux {
 
 constexpr int64_t kBf16cBlock = 64;
 constexpr int64_t kBf16cBlockBytes = 96;
+// The column (within its block) of the value at byte position p (< 64) of a block.
+constexpr int bf16c_column(int p) { return 16 * ((p / 4) % 4) + 4 * (p / 16) + p % 4; }
 
 // Stream bytes of a rows x cols matrix (cols % 64 == 0).
 inline int64_t bf16c_stream_bytes(int64_t rows, int64_t cols) { return rows * (cols / kBf16cBlock) * kBf16cBlockBytes; }

@@ -43,33 +43,26 @@ struct V {
   static T load_bf16(const uint16_t* p) {
     const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-  }  // BF16C block decoder (ops/bf16c.h), the AVX-512 decoder's byte layout in two
-  // 256-bit halves: low bytes 0..31 hold dwords 0..7 (vectors 0, 2, 4, 6: columns
-  // 16k + 0..7), bytes 32..63 dwords 8..15 (vectors 1, 3, 5, 7); their table indexes
-  // are the low and the high nibbles of the 32 index bytes, looked up with vpshufb
-  // (the table in both 128-bit lanes). Vector k takes byte k of each dword of the low
-  // bytes to bits 16..23 and of the high bytes to bits 24..31, each with one vpshufb
-  // (zeroing the rest), and ORs them: 30 integer ops a block. (Shifts and masks, as
-  // the AVX-512 decoder does with vpternlogd, took ~40 and ran ~10% slower in cache,
-  // one thread, on an Intel Xeon, session 21.)
+  }  // BF16C block decoder (ops/bf16c.h), in two 256-bit halves: the low nibbles of
+  // the 32 index bytes index positions 0..31, the high ones 32..63 (vpshufb looks
+  // them up in the table, in both 128-bit lanes). Low and high bytes interleaved in
+  // each lane are bf16 words, each word interleaved with a zero word its fp32 value;
+  // the layout puts column 16 g + 4 q + m at lane q's word 4 g + m, so half h, group
+  // g is columns 16 g + 8 h .. + 7 (vector 2 g + h) in the plain kernel's lanes: 17
+  // integer ops a block. (Two vpshufb and an OR per vector on the layout before took
+  // 30, and shifts and masks ~40, ~10% slower than that in cache on an Intel Xeon.)
   struct C12 {
-    __m256i tbl, m0f, cl[4], ch[4];
-    // Built per product (every c12_rows call): constants from registers, no scalar loop.
-    // vpshufb indexes within a 128-bit lane; 0x80 zeroes a byte.
+    __m256i tbl, m0f;
     explicit C12(const uint8_t* t)
         : tbl(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t)))),
-          m0f(_mm256_set1_epi8(0x0f)) {
-      const __m256i dword = _mm256_setr_epi32(0, 4, 8, 12, 0, 4, 8, 12);   // each dword's first byte in its lane
-      for (int k = 0; k < 4; ++k) {   // byte k of each dword to byte 2 (cl) or 3 (ch), the rest zero
-        const __m256i src = _mm256_add_epi32(dword, _mm256_set1_epi32(k));
-        cl[k] = _mm256_or_si256(_mm256_slli_epi32(src, 16), _mm256_set1_epi32(static_cast<int>(0x80008080u)));
-        ch[k] = _mm256_or_si256(_mm256_slli_epi32(src, 24), _mm256_set1_epi32(0x00808080));
-      }
-    }
-    void half(__m256i L, __m256i H, T* w) const {
-      QINFER_UNROLL
-      for (int k = 0; k < 4; ++k)
-        w[2 * k] = _mm256_castsi256_ps(_mm256_or_si256(_mm256_shuffle_epi8(L, cl[k]), _mm256_shuffle_epi8(H, ch[k])));
+          m0f(_mm256_set1_epi8(0x0f)) {}
+    static void half(__m256i L, __m256i H, T* w) {
+      const __m256i z = _mm256_setzero_si256();
+      const __m256i wl = _mm256_unpacklo_epi8(L, H), wh = _mm256_unpackhi_epi8(L, H);
+      w[0] = _mm256_castsi256_ps(_mm256_unpacklo_epi16(z, wl));
+      w[2] = _mm256_castsi256_ps(_mm256_unpackhi_epi16(z, wl));
+      w[4] = _mm256_castsi256_ps(_mm256_unpacklo_epi16(z, wh));
+      w[6] = _mm256_castsi256_ps(_mm256_unpackhi_epi16(z, wh));
     }
     void block(const uint8_t* lo, const uint8_t* idx, T* w) const {
       const __m256i N = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(idx));
