@@ -8,6 +8,9 @@
 // QINFER_BENCH_THREADS sets the thread count.
 #include <benchmark/benchmark.h>
 
+#include <sys/mman.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <memory>
@@ -40,13 +43,20 @@ void rate(benchmark::State& st, double bytes, double flops) {
 void bm_attention(benchmark::State& st, const SeqKernelTable* kt, int64_t ctx, int64_t rows, int64_t max_splits) {
   constexpr int64_t heads = 16, kvh = 2, hd = 256, block = 256;
   const int64_t width = kvh * hd, nblocks = (ctx + block - 1) / block;
-  std::vector<std::vector<float>> kb, vb;
+  // In transparent huge pages, as the model's KvCache holds them (1.07x at 32768 keys, Zen 5).
   std::vector<const float*> kp, vp;
+  const size_t bb = static_cast<size_t>(block * width) * sizeof(float), all = (2 * nblocks * bb + (2u << 20) - 1) / (2u << 20) * (2u << 20);
+  std::unique_ptr<float, decltype(&std::free)> mem(static_cast<float*>(std::aligned_alloc(2u << 20, all)), &std::free);
+  if (!mem) throw std::bad_alloc();
+  madvise(mem.get(), all, MADV_HUGEPAGE);   // advice only
   for (int64_t b = 0; b < nblocks; ++b) {
-    kb.push_back(randn(block * width, 2 * b + 1));
-    vb.push_back(randn(block * width, 2 * b + 2));
-    kp.push_back(kb.back().data());
-    vp.push_back(vb.back().data());
+    float* k = mem.get() + (2 * b) * block * width;
+    float* v = k + block * width;
+    const std::vector<float> rk = randn(block * width, 2 * b + 1), rv = randn(block * width, 2 * b + 2);
+    std::copy(rk.begin(), rk.end(), k);
+    std::copy(rv.begin(), rv.end(), v);
+    kp.push_back(k);
+    vp.push_back(v);
   }
   const std::vector<float> q = randn(rows * heads * hd, 99);
   std::vector<float> out(rows * heads * hd);
