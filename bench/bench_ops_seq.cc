@@ -67,8 +67,11 @@ void bm_attention(benchmark::State& st, const SeqKernelTable* kt, int64_t ctx, i
   s.scale = 1.0f / 16.0f;
   AttentionSeq seq;
   seq.q = q.data(), seq.out = out.data(), seq.pos = pos.data(), seq.rows = rows;
-  seq.k = {kp.data(), block, width};
-  seq.v = {vp.data(), block, width};
+  // Head-major blocks, as the model's KvCache holds them (QINFER_BENCH_KV_ROWS=1: both heads side by side
+  // in each row, the layout before session 24).
+  const bool rows_layout = std::getenv("QINFER_BENCH_KV_ROWS") != nullptr;
+  seq.k = rows_layout ? KvRows{kp.data(), block, width, hd} : KvRows{kp.data(), block, hd, block * hd};
+  seq.v = rows_layout ? KvRows{vp.data(), block, width, hd} : KvRows{vp.data(), block, hd, block * hd};
   AttentionOptions opt;
   opt.max_splits = max_splits;
   for (auto _ : st) {
@@ -95,8 +98,8 @@ void bm_attention_vision(benchmark::State& st, const SeqKernelTable* kt, int64_t
   s.scale = 1.0f / std::sqrt(float(hd));
   AttentionSeq seq;
   seq.q = qkv.data(), seq.out = out.data(), seq.pos = pos.data(), seq.rows = n;
-  seq.k = {&kbase, n, 3 * H};
-  seq.v = {&vbase, n, 3 * H};
+  seq.k = {&kbase, n, 3 * H, hd};
+  seq.v = {&vbase, n, 3 * H, hd};
   AttentionOptions opt;
   opt.pack = pack;
   for (auto _ : st) {

@@ -69,10 +69,10 @@ void fake_context(SequenceState& s, int64_t context) {
   for (int l = 0; l < s.shape().num_full_layers; ++l) {
     KvCache& kv = s.kv(l);
     kv.reserve(context);
+    std::vector<float> row(static_cast<size_t>(kv.width()));
     for (int64_t p = 0; p < context; ++p) {
-      float* k = kv.k(p);
-      float* v = kv.v(p);
-      for (int64_t i = 0; i < kv.width(); ++i) k[i] = v[i] = 0.01f * static_cast<float>((p * 7 + i) % 13 - 6);
+      for (int64_t i = 0; i < kv.width(); ++i) row[i] = 0.01f * static_cast<float>((p * 7 + i) % 13 - 6);
+      kv.put(p, row.data(), row.data());
     }
   }
   s.advance(context);

@@ -74,8 +74,7 @@ void append_kv(const std::vector<Span>& spans, const std::vector<KvCache*>& cach
     c.reserve(spans[s].pos0 + spans[s].n);
     for (int64_t t = 0; t < spans[s].n; ++t) {
       const int64_t r = spans[s].begin + t;
-      std::memcpy(c.k(spans[s].pos0 + t), k + r * kvw, kvw * sizeof(float));
-      std::memcpy(c.v(spans[s].pos0 + t), v + r * kvw, kvw * sizeof(float));
+      c.put(spans[s].pos0 + t, k + r * kvw, v + r * kvw);
     }
   }
 }
@@ -139,17 +138,17 @@ void attention_forward(const TextConfig& tc, const AttentionWeights& w, const fl
   std::vector<ops::AttentionSeq> seqs(spans.size());
   for (size_t s = 0; s < spans.size(); ++s) {
     const KvCache& c = *caches[s];
-    for (int64_t r = 0; r < c.capacity(); r += cap_rows) {
-      kblocks[s].push_back(c.k(r));
-      vblocks[s].push_back(c.v(r));
+    for (int64_t b = 0; b * cap_rows < c.capacity(); ++b) {
+      kblocks[s].push_back(c.k_block(b));
+      vblocks[s].push_back(c.v_block(b));
     }
     ops::AttentionSeq& sq = seqs[s];
     sq.q = q + spans[s].begin * qw;
     sq.out = o + spans[s].begin * qw;
     sq.pos = pos.data() + spans[s].begin;
     sq.rows = spans[s].n;
-    sq.k = {kblocks[s].data(), cap_rows, kvw};
-    sq.v = {vblocks[s].data(), cap_rows, kvw};
+    sq.k = {kblocks[s].data(), cap_rows, hd, cap_rows * hd};   // head-major blocks (KvCache)
+    sq.v = {vblocks[s].data(), cap_rows, hd, cap_rows * hd};
   }
   ops::AttentionShape shape;
   shape.heads = nh;

@@ -22,6 +22,19 @@ constexpr size_t kHugeMinPair = size_t{128} << 10;
 
 void KvCache::Free::operator()(void* p) const { std::free(p); }
 
+KvCache::KvCache(int64_t width, int64_t heads) : width_(width), heads_(heads) {
+  if (heads <= 0 || width < 0 || width % heads != 0)
+    fail("KvCache: ", heads, " kv heads do not divide the row width ", width);
+}
+
+void KvCache::put(int64_t pos, const float* k, const float* v) {
+  const int64_t hd = width_ / heads_;
+  for (int64_t g = 0; g < heads_; ++g) {
+    std::memcpy(k_at(pos, g), k + g * hd, hd * sizeof(float));
+    std::memcpy(v_at(pos, g), v + g * hd, hd * sizeof(float));
+  }
+}
+
 void KvCache::reserve(int64_t tokens) {
   if (capacity() >= tokens) return;
   if (width_ <= 0) fail("KvCache::reserve: the cache has no row width (", width_, ")");
@@ -62,6 +75,7 @@ void KvCache::attach(const float* k, const float* v) {
 
 void KvCache::copy_from(const KvCache& o, int64_t tokens) {
   width_ = o.width_;
+  heads_ = o.heads_;
   clear();
   reserve(tokens);
   for (size_t b = 0; b < k_.size(); ++b) {
@@ -71,8 +85,8 @@ void KvCache::copy_from(const KvCache& o, int64_t tokens) {
 }
 
 SequenceState::SequenceState(const StateShape& shape) : shape_(shape) {
-  for (int i = 0; i < shape.num_full_layers; ++i) kv_.emplace_back(shape.kv_width);
-  for (int i = 0; i < shape.num_mtp_layers; ++i) mtp_kv_.emplace_back(shape.kv_width);
+  for (int i = 0; i < shape.num_full_layers; ++i) kv_.emplace_back(shape.kv_width, shape.kv_heads);
+  for (int i = 0; i < shape.num_mtp_layers; ++i) mtp_kv_.emplace_back(shape.kv_width, shape.kv_heads);
   delta_.resize(shape.num_linear_layers);
   for (auto& d : delta_) {
     d.conv.assign(shape.conv_rows * shape.conv_dim, 0.0f);

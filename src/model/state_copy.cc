@@ -61,9 +61,9 @@ std::shared_ptr<const KvBlockCopy> copy_kv_block(const SequenceState& s, int64_t
   const size_t row_bytes = static_cast<size_t>(sh.kv_width) * sizeof(float);
   for (int l = 0; l < sh.num_full_layers + draft; ++l) {
     const KvCache& kv = l < sh.num_full_layers ? s.kv(l) : s.mtp_kv(l - sh.num_full_layers);
-    // One block of the cache is contiguous: rows b*B .. b*B+B-1 follow each other.
-    std::memcpy(c->k(l), kv.k(b * B), B * row_bytes);
-    std::memcpy(c->v(l), kv.v(b * B), B * row_bytes);
+    // One block of the cache is contiguous (B rows of every head).
+    std::memcpy(c->k(l), kv.k_block(b), B * row_bytes);
+    std::memcpy(c->v(l), kv.v_block(b), B * row_bytes);
   }
   return c;
 }
@@ -117,8 +117,8 @@ void restore_prefix(SequenceState& s, const std::vector<std::shared_ptr<const Kv
       const int l = sh.num_full_layers + i;
       for (int64_t b = 0; b + 1 < n; ++b) c.attach(blocks[b]->k(l), blocks[b]->v(l));
       c.reserve(n * B);
-      std::memcpy(c.k((n - 1) * B), blocks[n - 1]->k(l), rows_bytes);
-      std::memcpy(c.v((n - 1) * B), blocks[n - 1]->v(l), rows_bytes);
+      std::memcpy(c.k_block(n - 1), blocks[n - 1]->k(l), rows_bytes);
+      std::memcpy(c.v_block(n - 1), blocks[n - 1]->v(l), rows_bytes);
     }
     s.advance_mtp(r.position - 1);
   }

@@ -37,10 +37,15 @@ void check(const AttentionShape& s, const AttentionSeq* seqs, size_t n, const At
     if (q.rows == 0) continue;
     if (!q.q || !q.out || !q.pos || !q.k.blocks || !q.v.blocks)
       fail("attention: sequence ", i, " has a null q, out, pos, k or v");
-    if (q.k.block_rows <= 0 || q.v.block_rows <= 0 || q.k.row_stride < s.kv_heads * s.head_dim ||
-        q.v.row_stride < s.kv_heads * s.head_dim)
+    // Rows and heads must not overlap: heads side by side in each row, or head-major blocks.
+    auto fits = [&](const KvRows& r) {
+      if (r.block_rows <= 0 || r.row_stride < s.head_dim || r.head_stride < s.head_dim) return false;
+      return r.row_stride >= s.kv_heads * r.head_stride || r.head_stride >= r.block_rows * r.row_stride;
+    };
+    if (!fits(q.k) || !fits(q.v))
       fail("attention: sequence ", i, " has bad key/value row blocks (block_rows ", q.k.block_rows, "/",
-           q.v.block_rows, ", row_stride ", q.k.row_stride, "/", q.v.row_stride, ")");
+           q.v.block_rows, ", row_stride ", q.k.row_stride, "/", q.v.row_stride, ", head_stride ", q.k.head_stride,
+           "/", q.v.head_stride, ")");
     for (int64_t t = 0; t < q.rows; ++t)
       if (q.pos[t] < 0) fail("attention: sequence ", i, " row ", t, " has negative position ", q.pos[t]);
   }
@@ -131,8 +136,8 @@ void attention_with(const SeqKernelTable& kt, const AttentionShape& s, const Att
           const int64_t p = un.b * kAttnKeyBlock + j;
           float* v_dst = const_cast<float*>(kv.v) + p * hdp;
           if (p < packed[un.seq].keys) {
-            const float* ks = q.k.row(p) + un.g * hd;
-            const float* vs = q.v.row(p) + un.g * hd;
+            const float* ks = q.k.at(p, un.g);
+            const float* vs = q.v.at(p, un.g);
             for (int64_t d = 0; d < hd; ++d) kt_dst[d * kAttnKeyBlock + j] = ks[d];
             std::copy(vs, vs + hd, v_dst);
           } else {

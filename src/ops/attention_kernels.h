@@ -11,18 +11,24 @@
 
 namespace qinfer::ops {
 
-// Rows stored in fixed-size blocks: row r starts at
-// blocks[r / block_rows] + (r % block_rows) * row_stride. One contiguous array
-// is blocks = &base with block_rows >= the row count.
+// Rows stored in fixed-size blocks: kv head g of row r starts at
+// blocks[r / block_rows] + g * head_stride + (r % block_rows) * row_stride. Rows
+// holding every head side by side: head_stride = head_dim, row_stride >= kv_heads *
+// head_dim; head-major blocks (each head's rows contiguous, as the model's KvCache
+// keeps them: one stream per head at decode): row_stride = head_dim, head_stride >=
+// block_rows * head_dim. One contiguous array is blocks = &base with block_rows >= the
+// row count.
 struct KvRows {
   const float* const* blocks = nullptr;
-  int64_t block_rows = 0, row_stride = 0;
-  const float* row(int64_t r) const { return blocks[r / block_rows] + (r % block_rows) * row_stride; }
+  int64_t block_rows = 0, row_stride = 0, head_stride = 0;
+  const float* at(int64_t r, int64_t g) const {
+    return blocks[r / block_rows] + g * head_stride + (r % block_rows) * row_stride;
+  }
 };
 
 // Head layout shared by every sequence of a call. Query row t, head h lives at
 // q + t*q_stride + h*head_dim (the output likewise at out + t*out_stride + ...);
-// key/value row p of kv head g at k.row(p) + g*head_dim. Query head h uses kv
+// key/value row p of kv head g at k.at(p, g). Query head h uses kv
 // head h / (heads / kv_heads).
 struct AttentionShape {
   int64_t heads = 0, kv_heads = 0, head_dim = 0;

@@ -62,8 +62,8 @@ void attend_scalar(const AttentionShape& s, const AttentionSeq& seq, int64_t t0,
   const int64_t hd = s.head_dim, group = s.heads / s.kv_heads;
   attend_rows(
       s, seq, t0, t1, h0, h1, k0, k1, part,
-      [&](int64_t p, int64_t h) { return KeyPtr{seq.k.row(p) + (h / group) * hd, 1}; },
-      [&](int64_t p, int64_t h) { return seq.v.row(p) + (h / group) * hd; });
+      [&](int64_t p, int64_t h) { return KeyPtr{seq.k.at(p, h / group), 1}; },
+      [&](int64_t p, int64_t h) { return seq.v.at(p, h / group); });
 }
 
 // Scalar twin of the packed path: the same core reading the packed layout (kv holds one kv

@@ -82,15 +82,15 @@ inline void attn_pv(const float* p, int64_t ni, const float* vp, int64_t vs, int
 // Rows [r, r + kKB) of `rows` lie in one storage block.
 inline bool block_contiguous(const KvRows& rows, int64_t r) { return r % rows.block_rows + kKB <= rows.block_rows; }
 
-// nb rows of kv head offset `off` into dst (row stride hdp), zero padded to
+// nb rows of kv head g into dst (row stride hdp), zero padded to
 // nbp rows and hdl columns.
-inline void copy_rows(const KvRows& rows, int64_t r0, int64_t nb, int64_t nbp, int64_t off, int64_t hd, int64_t hdl,
+inline void copy_rows(const KvRows& rows, int64_t r0, int64_t nb, int64_t nbp, int64_t g, int64_t hd, int64_t hdl,
                       int64_t hdp, float* dst) {
   for (int64_t j = 0; j < nbp; ++j) {
     float* d = dst + j * hdp;
     int64_t e = 0;
     if (j < nb) {
-      const float* src = rows.row(r0 + j) + off;
+      const float* src = rows.at(r0 + j, g);
       for (; e < hd; ++e) d[e] = src[e];
     }
     for (; e < hdl; ++e) d[e] = 0.0f;
@@ -188,7 +188,7 @@ void attend_simd(const AttentionShape& s, const AttentionSeq& seq, int64_t t0, i
   const int64_t hd = s.head_dim, group = s.heads / s.kv_heads, nh = h1 - h0;
   const int64_t items = (t1 - t0) * nh, ni = attn_round_up(items, kAttnItemPad);
   const int64_t hdp = attn_round_up(hd, kAttnDimPad), hdl = attn_round_up(hd, V::W);
-  const int64_t off = (h0 / group) * hd;
+  const int64_t g = h0 / group;
   float* qp = work;
   float* acc = qp + ni * hdp;
   float* sc = acc + ni * hdp;
@@ -203,11 +203,11 @@ void attend_simd(const AttentionShape& s, const AttentionSeq& seq, int64_t t0, i
     const float *kp, *vp;
     int64_t ks, vs;
     if (nb == kKB && hd % V::W == 0 && block_contiguous(seq.k, kb) && block_contiguous(seq.v, kb)) {
-      kp = seq.k.row(kb) + off, ks = seq.k.row_stride;
-      vp = seq.v.row(kb) + off, vs = seq.v.row_stride;
+      kp = seq.k.at(kb, g), ks = seq.k.row_stride;
+      vp = seq.v.at(kb, g), vs = seq.v.row_stride;
     } else {
-      copy_rows(seq.k, kb, nb, nbp, off, hd, hdl, hdp, kbuf);
-      copy_rows(seq.v, kb, nb, nbp, off, hd, hdl, hdp, vbuf);
+      copy_rows(seq.k, kb, nb, nbp, g, hd, hdl, hdp, kbuf);
+      copy_rows(seq.v, kb, nb, nbp, g, hd, hdl, hdp, vbuf);
       kp = kbuf, ks = hdp, vp = vbuf, vs = hdp;
     }
     const bool direct = kp != kbuf;
@@ -215,8 +215,8 @@ void attend_simd(const AttentionShape& s, const AttentionSeq& seq, int64_t t0, i
     // during the scores, its values during p·V.
     const bool next = direct && kb + 2 * kKB <= kmax && block_contiguous(seq.k, kb + kKB) &&
                       block_contiguous(seq.v, kb + kKB);
-    const float* nk = next ? seq.k.row(kb + kKB) + off : nullptr;
-    const float* nv = next ? seq.v.row(kb + kKB) + off : nullptr;
+    const float* nk = next ? seq.k.at(kb + kKB, g) : nullptr;
+    const float* nv = next ? seq.v.at(kb + kKB, g) : nullptr;
     attn_scores(qp, ni, hdl, hdp, kp, ks, nbp, sc, nk, ks);
     attn_softmax_block(seq, t0, nh, k1, items, ni, kb, nbp, nbw, hdp, hdl, sc, acc, mx, sum);
 

@@ -380,8 +380,8 @@ std::vector<float> VisionTower::forward(const std::vector<const ImagePatches*>& 
       q.out = att.data() + segs[s].begin * H;
       q.pos = seg_pos.data() + segs[s].begin;
       q.rows = segs[s].n;
-      q.k = {&kbase[s], segs[s].n, 3 * H};
-      q.v = {&vbase[s], segs[s].n, 3 * H};
+      q.k = {&kbase[s], segs[s].n, 3 * H, shape.head_dim};
+      q.v = {&vbase[s], segs[s].n, 3 * H, shape.head_dim};
     }
     ops::attention(shape, aseqs.data(), aseqs.size());
     if (trace && bi == 0) trace->block0_attn_core = att;

@@ -212,15 +212,15 @@ TEST(KvCache, BlocksGrowAndKeepRows) {
   EXPECT_EQ(c.capacity(), 3 * KvCache::kBlockTokens);
   for (int64_t p = 0; p < n; ++p)
     for (int j = 0; j < 3; ++j) {
-      c.k(p)[j] = static_cast<float>(p * 10 + j);
-      c.v(p)[j] = -static_cast<float>(p * 10 + j);
+      c.k_at(p, 0)[j] = static_cast<float>(p * 10 + j);
+      c.v_at(p, 0)[j] = -static_cast<float>(p * 10 + j);
     }
   KvCache d;
   d.copy_from(c, n);
   for (int64_t p = 0; p < n; ++p)
     for (int j = 0; j < 3; ++j) {
-      ASSERT_EQ(c.k(p)[j], p * 10 + j);
-      ASSERT_EQ(d.v(p)[j], -(p * 10 + j));
+      ASSERT_EQ(c.k_at(p, 0)[j], p * 10 + j);
+      ASSERT_EQ(d.v_at(p, 0)[j], -(p * 10 + j));
     }
   EXPECT_EQ(c.bytes(), 2u * 3 * KvCache::kBlockTokens * 3 * sizeof(float));
   c.clear();
@@ -228,39 +228,48 @@ TEST(KvCache, BlocksGrowAndKeepRows) {
 }
 
 // The real model's width (2 kv heads x 256): blocks of 1 MiB key/value pairs,
-// two per 2 MiB huge-page chunk, rows zero until written, kept across growth.
+// two per 2 MiB huge-page chunk, each head's rows contiguous in a block (put
+// scatters a row's heads), rows zero until written, kept across growth.
 TEST(KvCache, LargeCachesUseHugePageChunks) {
-  const int64_t W = 512, n = 2 * KvCache::kBlockTokens + 17;
-  KvCache c(W);
+  const int64_t W = 512, heads = 2, hd = W / heads, B = KvCache::kBlockTokens, n = 2 * B + 17;
+  KvCache c(W, heads);
+  EXPECT_EQ(c.head_dim(), hd);
   c.reserve(n);
-  EXPECT_EQ(c.capacity(), 3 * KvCache::kBlockTokens);
+  EXPECT_EQ(c.capacity(), 3 * B);
   EXPECT_EQ(c.bytes(), size_t{4} << 20);                       // two chunks, the second half used
-  EXPECT_EQ(reinterpret_cast<uintptr_t>(c.k(0)) % (size_t{2} << 20), 0u);
-  EXPECT_EQ(c.v(0), c.k(0) + KvCache::kBlockTokens * W);         // a block pair lies together
-  EXPECT_EQ(c.k(KvCache::kBlockTokens), c.v(0) + KvCache::kBlockTokens * W);
-  EXPECT_EQ(c.k(n - 1)[W - 1], 0.0f);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(c.k_block(0)) % (size_t{2} << 20), 0u);
+  EXPECT_EQ(c.v_block(0), c.k_block(0) + B * W);                 // a block pair lies together
+  EXPECT_EQ(c.k_block(1), c.v_block(0) + B * W);
+  EXPECT_EQ(c.k_at(B + 5, 1), c.k_block(1) + (B + 5) * hd);      // head-major: head 1 after head 0's B rows
+  EXPECT_EQ(c.k_at(n - 1, 1)[hd - 1], 0.0f);
+  std::vector<float> kr(W), vr(W);
   for (int64_t p = 0; p < n; ++p) {
-    c.k(p)[p % W] = static_cast<float>(p);
-    c.v(p)[(p * 7) % W] = -static_cast<float>(p);
+    for (int64_t i = 0; i < W; ++i) kr[i] = static_cast<float>(p * W + i), vr[i] = -kr[i];
+    c.put(p, kr.data(), vr.data());
   }
-  c.reserve(5 * KvCache::kBlockTokens);                          // grows into the half-used chunk, then a new one
+  c.reserve(5 * B);                                              // grows into the half-used chunk, then a new one
   EXPECT_EQ(c.bytes(), size_t{6} << 20);
-  EXPECT_EQ(c.k(4 * KvCache::kBlockTokens)[3], 0.0f);
+  EXPECT_EQ(c.k_at(4 * B, 0)[3], 0.0f);
   KvCache d;
   d.copy_from(c, n);
-  for (int64_t p = 0; p < n; ++p) {
-    ASSERT_EQ(c.k(p)[p % W], static_cast<float>(p));
-    ASSERT_EQ(c.v(p)[(p * 7) % W], -static_cast<float>(p));
-    ASSERT_EQ(d.k(p)[p % W], static_cast<float>(p));
-    ASSERT_EQ(d.v(p)[(p * 7) % W], -static_cast<float>(p));
-  }
-  EXPECT_EQ(d.capacity(), 3 * KvCache::kBlockTokens);
+  EXPECT_EQ(d.heads(), heads);
+  for (int64_t p = 0; p < n; ++p)
+    for (int64_t g = 0; g < heads; ++g)
+      for (int64_t e : {int64_t{0}, (p * 7) % hd, hd - 1}) {
+        const float want = static_cast<float>(p * W + g * hd + e);
+        ASSERT_EQ(c.k_at(p, g)[e], want);
+        ASSERT_EQ(c.v_at(p, g)[e], -want);
+        ASSERT_EQ(d.k_at(p, g)[e], want);
+        ASSERT_EQ(d.v_at(p, g)[e], -want);
+      }
+  EXPECT_EQ(d.capacity(), 3 * B);
   c.clear();
   EXPECT_EQ(c.capacity(), 0);
   EXPECT_EQ(c.bytes(), 0u);
   KvCache none;
   none.reserve(0);   // nothing to do
   EXPECT_THROW(none.reserve(1), Error);
+  EXPECT_THROW(KvCache(W, 3), Error);   // 3 heads do not divide 512
 }
 
 // A sequence longer than one KV block (and several delta-rule chunks): one

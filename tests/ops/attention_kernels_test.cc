@@ -19,6 +19,8 @@ namespace {
 
 // A KV cache of `len` rows of kv_heads * hd values (+ 3 floats of row padding),
 // in blocks of 256 rows, and `rows` query tokens at positions len - rows .. len - 1.
+// head_major: the same values read as head-major blocks (each head's 256 rows
+// contiguous, hd + 3 floats apart), as the model's KvCache keeps them.
 struct Problem {
   AttentionShape shape;
   int64_t rows = 0, len = 0;
@@ -26,6 +28,7 @@ struct Problem {
   std::vector<const float*> kptr, vptr;
   std::vector<float> q;
   std::vector<int64_t> pos;
+  bool head_major = false;
 
   Problem(int64_t heads, int64_t kv_heads, int64_t hd, int64_t rows_, int64_t len_, uint32_t seed) : rows(rows_), len(len_) {
     shape.heads = heads;
@@ -36,7 +39,7 @@ struct Problem {
     shape.scale = 1.0f / std::sqrt(static_cast<float>(hd));
     std::mt19937 rng(seed);
     std::normal_distribution<float> nd(0.0f, 1.0f);
-    const int64_t stride = kv_heads * hd + 3, nblocks = (len + 255) / 256;
+    const int64_t stride = kv_heads * (hd + 3), nblocks = (len + 255) / 256;   // room for either layout
     for (int64_t b = 0; b < nblocks; ++b) {
       kblocks.emplace_back(new float[256 * stride]);
       vblocks.emplace_back(new float[256 * stride]);
@@ -59,8 +62,14 @@ struct Problem {
     s.out = out;
     s.pos = pos.data();
     s.rows = rows;
-    s.k = {kptr.data(), 256, shape.kv_heads * shape.head_dim + 3};
-    s.v = {vptr.data(), 256, shape.kv_heads * shape.head_dim + 3};
+    const int64_t hd = shape.head_dim;
+    if (head_major) {
+      s.k = {kptr.data(), 256, hd + 3, 256 * (hd + 3)};
+      s.v = {vptr.data(), 256, hd + 3, 256 * (hd + 3)};
+    } else {
+      s.k = {kptr.data(), 256, shape.kv_heads * hd + 3, hd};
+      s.v = {vptr.data(), 256, shape.kv_heads * hd + 3, hd};
+    }
     return s;
   }
   // pack: AttentionOptions::pack (1 = never, 2 = always), pack_items its tile size.
@@ -84,19 +93,19 @@ struct Problem {
     for (int64_t t = 0; t < rows; ++t)
       for (int64_t h = 0; h < shape.heads; ++h) {
         const float* qh = q.data() + t * shape.q_stride + h * hd;
-        const int64_t off = (h / group) * hd, n = pos[t] + 1;
+        const int64_t g = h / group, n = pos[t] + 1;
         std::vector<double> sc(n);
         double m = -INFINITY, l = 0;
         for (int64_t p = 0; p < n; ++p) {
           double d = 0;
-          for (int64_t e = 0; e < hd; ++e) d += double(qh[e]) * s.k.row(p)[off + e];
+          for (int64_t e = 0; e < hd; ++e) d += double(qh[e]) * s.k.at(p, g)[e];
           sc[p] = d * shape.scale;
           m = std::max(m, sc[p]);
         }
         for (int64_t p = 0; p < n; ++p) {
           const double w = std::exp(sc[p] - m);
           l += w;
-          for (int64_t e = 0; e < hd; ++e) out[t * shape.out_stride + h * hd + e] += w * s.v.row(p)[off + e];
+          for (int64_t e = 0; e < hd; ++e) out[t * shape.out_stride + h * hd + e] += w * s.v.at(p, g)[e];
         }
         for (int64_t e = 0; e < hd; ++e) out[t * shape.out_stride + h * hd + e] /= l;
       }
@@ -202,6 +211,29 @@ TEST(AttentionKernels, EverySimdPathMatchesScalarTwin) {
   }
 }
 
+// Head-major blocks (the model's KvCache layout): the scalar twin against the
+// double reference, every SIMD path against the twin, split-K and the packed path.
+TEST(AttentionKernels, HeadMajorBlocks) {
+  uint32_t seed = 400;
+  for (const Case& c : kCases) {
+    Problem p(c.heads, c.kv_heads, c.hd, c.rows, c.len, seed++);
+    p.head_major = true;
+    const std::vector<float> want = p.run(detail::seq_scalar_kernels(), 1);
+    EXPECT_LT(max_diff(want, p.reference()), 2e-5) << name(c);
+    for (const std::string& path : detail::seq_kernel_paths()) {
+      const detail::SeqKernelTable& kt = *detail::seq_kernels_for(path);
+      EXPECT_LT(max_diff(p.run(kt, 1), want), 2e-5) << path << ": " << name(c);
+      EXPECT_LT(max_diff(p.run(kt, 3), want), 2e-5) << path << " split 3: " << name(c);
+      EXPECT_LT(max_diff(p.run(kt, 1, 16, 2), want), 2e-5) << path << " packed: " << name(c);
+    }
+    // The same values read the other way are a different cache: the layout is honoured.
+    if (c.kv_heads > 1) {
+      Problem rows(c.heads, c.kv_heads, c.hd, c.rows, c.len, seed - 1);
+      EXPECT_GT(max_diff(rows.run(detail::seq_scalar_kernels(), 1), want), 1e-3) << name(c);
+    }
+  }
+}
+
 TEST(AttentionKernels, SplitKEqualsUnsplit) {
   uint32_t seed = 200;
   for (const std::string& path : detail::seq_kernel_paths()) {
@@ -236,6 +268,9 @@ TEST(AttentionKernels, BadArgumentsThrow) {
   bad = p.shape;
   bad.q_stride = 8;
   EXPECT_THROW(attention(bad, &s, 1), Error);
+  AttentionSeq overlap = s;   // two kv heads 16 floats apart in rows 16 floats apart
+  overlap.k.row_stride = 16;
+  EXPECT_THROW(attention(p.shape, &overlap, 1), Error);
   AttentionSeq nullq = s;
   nullq.q = nullptr;
   EXPECT_THROW(attention(p.shape, &nullq, 1), Error);
