@@ -15,10 +15,10 @@ namespace qinfer {
 // head g of row p at block + g * kBlockTokens * head_dim + (p % kBlockTokens) *
 // head_dim), so decode reads one sequential stream per head (rows holding both heads
 // side by side: 1.07-1.14x the time in bench_ops_seq at 32k keys on Zen 5, since
-// each core's prefetchers also fetch the other head's half of every row). A large cache's blocks are carved from 2 MiB chunks in
-// transparent huge pages: decode at long context reads the whole cache every
-// step, and from 4 KiB pages that costs a TLB miss every other row (bench_ops_seq
-// attention at 32k keys: about 8% slower).
+// each core's prefetchers also fetch the other head's half of every row). A large
+// cache's blocks are carved from 2 MiB chunks in transparent huge pages: decode at
+// long context reads the whole cache every step, and from 4 KiB pages that costs a
+// TLB miss every other row (bench_ops_seq attention at 32k keys: about 8% slower).
 class KvCache {
  public:
   static constexpr int64_t kBlockTokens = 256;
