@@ -147,8 +147,8 @@ void attention_forward(const TextConfig& tc, const AttentionWeights& w, const fl
     sq.out = o + spans[s].begin * qw;
     sq.pos = pos.data() + spans[s].begin;
     sq.rows = spans[s].n;
-    sq.k = {kblocks[s].data(), cap_rows, hd, cap_rows * hd};   // head-major blocks (KvCache)
-    sq.v = {vblocks[s].data(), cap_rows, hd, cap_rows * hd};
+    sq.k = {kblocks[s].data(), cap_rows, c.row_stride(), c.head_stride()};
+    sq.v = {vblocks[s].data(), cap_rows, c.row_stride(), c.head_stride()};
   }
   ops::AttentionShape shape;
   shape.heads = nh;

@@ -28,7 +28,7 @@ KvCache::KvCache(int64_t width, int64_t heads) : width_(width), heads_(heads) {
 }
 
 void KvCache::put(int64_t pos, const float* k, const float* v) {
-  const int64_t hd = width_ / heads_;
+  const int64_t hd = head_dim();
   for (int64_t g = 0; g < heads_; ++g) {
     std::memcpy(k_at(pos, g), k + g * hd, hd * sizeof(float));
     std::memcpy(v_at(pos, g), v + g * hd, hd * sizeof(float));

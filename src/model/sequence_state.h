@@ -26,7 +26,10 @@ class KvCache {
   explicit KvCache(int64_t width = 0, int64_t heads = 1);
   int64_t width() const { return width_; }
   int64_t heads() const { return heads_; }
-  int64_t head_dim() const { return heads_ > 0 ? width_ / heads_ : 0; }
+  int64_t head_dim() const { return width_ / heads_; }
+  // The layout inside a block, in floats (ops::KvRows takes the same two strides).
+  int64_t row_stride() const { return head_dim(); }
+  int64_t head_stride() const { return kBlockTokens * head_dim(); }
   int64_t capacity() const { return static_cast<int64_t>(k_.size()) * kBlockTokens; }
   void reserve(int64_t tokens);   // grows block by block (new rows are zero)
   void clear();                   // frees every block
@@ -54,7 +57,7 @@ class KvCache {
   struct Free {
     void operator()(void* p) const;
   };
-  int64_t offset(int64_t pos, int64_t g) const { return (g * kBlockTokens + pos % kBlockTokens) * (width_ / heads_); }
+  int64_t offset(int64_t pos, int64_t g) const { return g * head_stride() + (pos % kBlockTokens) * row_stride(); }
   int64_t width_, heads_;
   std::vector<float*> k_, v_;                        // block starts
   std::vector<std::unique_ptr<void, Free>> chunks_;  // the memory they lie in
