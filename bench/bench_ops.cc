@@ -4,7 +4,6 @@
 //   build-ops/bench/bench_ops --benchmark_filter=avx512
 // Threads: the global pool (all cores; QINFER_BENCH_THREADS=k uses k).
 #include <benchmark/benchmark.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -16,6 +15,7 @@
 #include <tuple>
 #include <vector>
 
+#include "huge_pages.h"
 #include "ops/bandwidth.h"
 #include "ops/bf16c.h"
 #include "ops/cpu_features.h"
@@ -29,19 +29,17 @@ using namespace qinfer::ops;
 // In transparent huge pages, as the model keeps its dense weights
 // (model/resident.h): 4 KiB pages cost the matvec a third of its bandwidth.
 struct HugeBuffer {
-  uint16_t* p = nullptr;
+  std::unique_ptr<uint16_t, qinfer::bench::FreeHuge> p;
   size_t n = 0;
-  uint16_t* data() { return p; }
-  const uint16_t* data() const { return p; }
+  uint16_t* data() { return p.get(); }
+  const uint16_t* data() const { return p.get(); }
   bool empty() const { return n == 0; }
   void resize(size_t count) {
-    const size_t bytes = (count * 2 + (2u << 20) - 1) / (2u << 20) * (2u << 20);
-    p = static_cast<uint16_t*>(std::aligned_alloc(2u << 20, bytes));
-    madvise(p, bytes, MADV_HUGEPAGE);
+    p = qinfer::bench::huge_alloc<uint16_t>(count * sizeof(uint16_t));
     n = count;
   }
-  uint16_t* begin() { return p; }
-  uint16_t* end() { return p + n; }
+  uint16_t* begin() { return p.get(); }
+  uint16_t* end() { return p.get() + n; }
 };
 
 // Cheap deterministic fill (the lm_head buffer is 1 GB): |w| in [2^-7, 2^-6), random sign.
@@ -114,7 +112,6 @@ void bm_dense(benchmark::State& st, std::string path, WType t, int64_t rows, int
     benchmark::DoNotOptimize(y.data());
   }
   report(st, static_cast<double>(w.bytes()), 2.0 * rows * cols * n);
-  std::free(stream.data());
   set_kernel_path("");
   set_kernel_options(KernelOptions{});
 }
@@ -185,7 +182,7 @@ void bm_int4_moe(benchmark::State& st, std::string path, int64_t rows, int64_t c
 void bm_int4_pool(benchmark::State& st, std::string path, int64_t rows, int64_t cols, int pool, int per_call) {
   set_kernel_path(path.c_str());
   static std::vector<std::unique_ptr<GptqMatrix>> mats;
-  static unsigned char* block = nullptr;
+  static std::unique_ptr<unsigned char, qinfer::bench::FreeHuge> block;   // kept for the process
   if (static_cast<int>(mats.size()) != pool) {
     mats.clear();
     size_t total = 0;
@@ -193,11 +190,8 @@ void bm_int4_pool(benchmark::State& st, std::string path, int64_t rows, int64_t 
       mats.push_back(make_int4(rows, cols, 1000u + e));
       total += static_cast<size_t>(mats.back()->storage_bytes());
     }
-    constexpr size_t kHuge = size_t{2} << 20;
-    total = (total + kHuge - 1) / kHuge * kHuge;
-    block = static_cast<unsigned char*>(std::aligned_alloc(kHuge, total));   // kept for the process
-    madvise(block, total, MADV_HUGEPAGE);
-    unsigned char* at = block;
+    block = qinfer::bench::huge_alloc<unsigned char>(total);
+    unsigned char* at = block.get();
     for (auto& m : mats) {
       const size_t b = static_cast<size_t>(m->storage_bytes());
       m->move_storage(at);

@@ -8,8 +8,6 @@
 // QINFER_BENCH_THREADS sets the thread count.
 #include <benchmark/benchmark.h>
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -18,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "huge_pages.h"
 #include "ops/seq_kernel_table.h"
 #include "util/thread_pool.h"
 
@@ -45,10 +44,7 @@ void bm_attention(benchmark::State& st, const SeqKernelTable* kt, int64_t ctx, i
   const int64_t width = kvh * hd, nblocks = (ctx + block - 1) / block;
   // In transparent huge pages, as the model's KvCache holds them (1.07x at 32768 keys, Zen 5).
   std::vector<const float*> kp, vp;
-  const size_t bb = static_cast<size_t>(block * width) * sizeof(float), all = (2 * nblocks * bb + (2u << 20) - 1) / (2u << 20) * (2u << 20);
-  std::unique_ptr<float, decltype(&std::free)> mem(static_cast<float*>(std::aligned_alloc(2u << 20, all)), &std::free);
-  if (!mem) throw std::bad_alloc();
-  madvise(mem.get(), all, MADV_HUGEPAGE);   // advice only
+  const auto mem = qinfer::bench::huge_alloc<float>(static_cast<size_t>(2 * nblocks * block * width) * sizeof(float));
   for (int64_t b = 0; b < nblocks; ++b) {
     float* k = mem.get() + (2 * b) * block * width;
     float* v = k + block * width;
