@@ -15,16 +15,28 @@ constexpr int64_t kKB = kAttnKeyBlock;
 inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
 inline int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
 
+// Software prefetch of the next key block (its keys during the scores, its values during
+// p·V) is spread evenly over the work: one 64-byte line per row at a time, each item pass
+// taking its share of the rows (scores) or of each row's lines (p·V). Issued in bursts (a
+// tile's 64 lines at once) the prefetches queue behind each other and the stream from
+// memory stalls: one Zen 5 core at 32768 keys read K/V at 12.8-13.9 GB/s so, 14.9-16.7
+// spread (bench_ops_seq attention_decode_ctx32768_nosplit, alternating binaries; two threads
+// split 24-27 -> 30-35 GB/s). From L3 (4096 keys) the same either way.
+inline int64_t attn_share(int64_t total, int64_t parts, int64_t part) {
+  const int64_t per = (total + parts - 1) / parts;
+  return imin(total, part * per);
+}
+
 // sc[i][j] = qp[i] · k_j for items i < ni (multiple of 4), keys j < nkeys (multiple of V::NK).
-// pf (or null): rows with the stride ks to prefetch alongside (the value rows).
+// pf (or null): rows with the stride pfs to prefetch alongside (the next block's keys).
 inline void attn_scores(const float* qp, int64_t ni, int64_t hdl, int64_t hdp, const float* kp, int64_t ks,
                         int64_t nkeys, float* sc, const float* pf, int64_t pfs) {
   constexpr int NK = V::NK;
+  const int64_t passes = ni / 4;
   for (int64_t j0 = 0; j0 < nkeys; j0 += NK) {
-    if (pf)
-      for (int r = 0; r < NK; ++r)
-        for (int64_t d = 0; d < hdl; d += 16) _mm_prefetch(reinterpret_cast<const char*>(pf + (j0 + r) * pfs + d), _MM_HINT_T1);
     for (int64_t i0 = 0; i0 < ni; i0 += 4) {
+      // This pass prefetches the next block's rows j0 + [pr0, pr1) (at pf), a line per d step.
+      const int64_t pr0 = pf ? attn_share(NK, passes, i0 / 4) : 0, pr1 = pf ? attn_share(NK, passes, i0 / 4 + 1) : 0;
       V::T acc[4][NK];
       QSEQ_UNROLL
       for (int i = 0; i < 4; ++i)
@@ -34,6 +46,9 @@ inline void attn_scores(const float* qp, int64_t ni, int64_t hdl, int64_t hdp, c
         V::T kv[NK];
         QSEQ_UNROLL
         for (int r = 0; r < NK; ++r) kv[r] = V::load(kp + (j0 + r) * ks + d);
+        if (d % 16 == 0)
+          for (int64_t r = pr0; r < pr1; ++r)
+            _mm_prefetch(reinterpret_cast<const char*>(pf + (j0 + r) * pfs + d), _MM_HINT_T1);
         QSEQ_UNROLL
         for (int i = 0; i < 4; ++i) {
           const V::T qv = V::load(qp + (i0 + i) * hdp + d);
@@ -47,13 +62,17 @@ inline void attn_scores(const float* qp, int64_t ni, int64_t hdl, int64_t hdp, c
 }
 
 // acc[i][c0 + c*W ...] += Σ_j p[i][j] v_j[...] for c < PC vectors, items i < ni.
-// pf (or null): rows with the stride pfs, one prefetched per key (the next key block).
+// pf (or null): rows with the stride pfs whose first pfl floats are prefetched, row j
+// alongside key j (the next key block's values), the lines shared out among the item passes.
 template <int PC>
 inline void attn_pv(const float* p, int64_t ni, const float* vp, int64_t vs, int64_t nkeys, int64_t c0, float* acc,
                     int64_t hdp, const float* pf, int64_t pfs, int64_t pfl) {
   constexpr int PI = V::PI;
+  const int64_t passes = (ni + PI - 1) / PI, lines = (pfl + 15) / 16;
   for (int64_t i0 = 0; i0 < ni; i0 += PI) {
-    const float* pfi = i0 == 0 ? pf : nullptr;
+    const int64_t l0 = pf ? 16 * attn_share(lines, passes, i0 / PI) : 0;
+    const int64_t l1 = pf ? 16 * attn_share(lines, passes, i0 / PI + 1) : 0;
+    const float* pfi = l0 < l1 ? pf : nullptr;
     V::T a[PI][PC];
     QSEQ_UNROLL
     for (int i = 0; i < PI; ++i)
@@ -61,7 +80,7 @@ inline void attn_pv(const float* p, int64_t ni, const float* vp, int64_t vs, int
       for (int c = 0; c < PC; ++c) a[i][c] = V::load(acc + (i0 + i) * hdp + c0 + c * V::W);
     for (int64_t j = 0; j < nkeys; ++j) {
       if (pfi)
-        for (int64_t d = 0; d < pfl; d += 16) _mm_prefetch(reinterpret_cast<const char*>(pfi + j * pfs + d), _MM_HINT_T1);
+        for (int64_t d = l0; d < l1; d += 16) _mm_prefetch(reinterpret_cast<const char*>(pfi + j * pfs + d), _MM_HINT_T1);
       V::T vv[PC];
       QSEQ_UNROLL
       for (int c = 0; c < PC; ++c) vv[c] = V::load(vp + j * vs + c0 + c * V::W);
