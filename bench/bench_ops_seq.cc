@@ -7,6 +7,7 @@
 // GB/s (attention: key + value bytes read; delta rule: state bytes read+written).
 // QINFER_BENCH_THREADS sets the thread count.
 #include <benchmark/benchmark.h>
+#include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
@@ -39,7 +40,10 @@ void rate(benchmark::State& st, double bytes, double flops) {
 }
 
 // `rows` query tokens at the end of a context of `ctx` keys (KV in 256-row blocks).
-void bm_attention(benchmark::State& st, const SeqKernelTable* kt, int64_t ctx, int64_t rows, int64_t max_splits) {
+// cold: the K/V are flushed from every cache before each timed call (the model's case at
+// decode: a layer's K/V were last read a token ago, with gigabytes of weights read since).
+void bm_attention(benchmark::State& st, const SeqKernelTable* kt, int64_t ctx, int64_t rows, int64_t max_splits,
+                  bool cold = false) {
   constexpr int64_t heads = 16, kvh = 2, hd = 256, block = 256;
   const int64_t width = kvh * hd, nblocks = (ctx + block - 1) / block;
   // In transparent huge pages, as the model's KvCache holds them (1.07x at 32768 keys, Zen 5).
@@ -70,7 +74,15 @@ void bm_attention(benchmark::State& st, const SeqKernelTable* kt, int64_t ctx, i
   seq.v = rows_layout ? KvRows{vp.data(), block, width, hd} : KvRows{vp.data(), block, hd, block * hd};
   AttentionOptions opt;
   opt.max_splits = max_splits;
+  const size_t kv_bytes = static_cast<size_t>(2 * nblocks * block * width) * sizeof(float);
   for (auto _ : st) {
+    if (cold) {
+      st.PauseTiming();
+      const char* p = reinterpret_cast<const char*>(mem.get());
+      for (size_t off = 0; off < kv_bytes; off += 64) _mm_clflush(p + off);
+      _mm_mfence();
+      st.ResumeTiming();
+    }
     detail::attention_with(*kt, s, &seq, 1, opt);
     benchmark::DoNotOptimize(out.data());
   }
@@ -165,12 +177,16 @@ int register_all() {
       if (!fast && ctx > 4096) continue;
       for (int64_t splits : {0, 1}) {
         const std::string name = "attention_decode_ctx" + std::to_string(ctx) + (splits == 1 ? "_nosplit/" : "_split/") + p;
-        benchmark::RegisterBenchmark(name.c_str(), bm_attention, kt, ctx, 1, splits)
+        benchmark::RegisterBenchmark(name.c_str(), bm_attention, kt, ctx, 1, splits, false)
             ->Unit(benchmark::kMillisecond)->UseRealTime();
       }
     }
+    if (fast)   // 4096 keys from memory: as a decode step of the model finds them
+      benchmark::RegisterBenchmark(("attention_decode_ctx4096_cold/" + p).c_str(), bm_attention, kt, int64_t{4096}, int64_t{1},
+                                   int64_t{0}, true)
+          ->Unit(benchmark::kMillisecond)->UseRealTime();
     if (fast)
-      benchmark::RegisterBenchmark(("attention_prefill_64rows_ctx4096/" + p).c_str(), bm_attention, kt, 4096, 64, 0)
+      benchmark::RegisterBenchmark(("attention_prefill_64rows_ctx4096/" + p).c_str(), bm_attention, kt, 4096, 64, 0, false)
           ->Unit(benchmark::kMillisecond)->UseRealTime();
     if (fast)
       for (int64_t n : {int64_t{1024}, int64_t{4096}})
