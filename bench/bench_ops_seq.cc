@@ -42,7 +42,7 @@ void rate(benchmark::State& st, double bytes, double flops) {
 // cold: before each timed call, 256 MiB of other memory is read (the model's case at decode: a
 // layer's K/V were last read a token ago, with gigabytes of weights read since). Flushing just the
 // K/V (clflush) understates that cost: Zen 5, one thread, 4096 keys, 0.85 ms flushed against
-// 1.12-1.27 ms after reading other memory, and 1.20-1.24 ms for the model's own call.
+// 1.03-1.41 ms after reading other memory, and 1.20-1.24 ms for the model's own call.
 void bm_attention(benchmark::State& st, const SeqKernelTable* kt, int64_t ctx, int64_t rows, int64_t max_splits,
                   bool cold = false) {
   constexpr int64_t heads = 16, kvh = 2, hd = 256, block = 256;
@@ -76,8 +76,11 @@ void bm_attention(benchmark::State& st, const SeqKernelTable* kt, int64_t ctx, i
   AttentionOptions opt;
   opt.max_splits = max_splits;
   constexpr size_t kEvictFloats = (size_t{256} << 20) / sizeof(float);
-  const auto evict = qinfer::bench::huge_alloc<float>(cold ? kEvictFloats * sizeof(float) : 64);
-  if (cold) std::fill(evict.get(), evict.get() + kEvictFloats, 1.0f);
+  std::unique_ptr<float, qinfer::bench::FreeHuge> evict;
+  if (cold) {
+    evict = qinfer::bench::huge_alloc<float>(kEvictFloats * sizeof(float));
+    std::fill(evict.get(), evict.get() + kEvictFloats, 1.0f);
+  }
   for (auto _ : st) {
     if (cold) {
       st.PauseTiming();
