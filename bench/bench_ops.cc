@@ -94,7 +94,13 @@ void report(benchmark::State& st, double bytes, double flops) {
 void bm_dense(benchmark::State& st, std::string path, WType t, int64_t rows, int64_t cols, int64_t n, bool bf16_dot,
               Bf16Kernel k, Q8Kernel q8) {
   set_kernel_path(path.c_str());
-  set_kernel_options(KernelOptions{bf16_dot, k, q8});
+  // QINFER_KERNEL_OPTS applies to what the case leaves open (e.g. bf16c_t0).
+  const KernelOptions env = parse_kernel_options(std::getenv("QINFER_KERNEL_OPTS"));
+  KernelOptions o = env;
+  o.bf16_dot = bf16_dot || env.bf16_dot;
+  if (k != Bf16Kernel::kProbe) o.bf16 = k;
+  if (q8 != Q8Kernel::kProbe) o.q8 = q8;
+  set_kernel_options(o);
   DenseMatrix w = dense_view(WType::BF16, bf16_weights(rows, cols).data(), rows, cols);
   if (t == WType::Q8) w = dense_to_q8(w);
   HugeBuffer stream;   // BF16C: the 12-bit stream in huge pages, as the resident weights are
@@ -113,7 +119,7 @@ void bm_dense(benchmark::State& st, std::string path, WType t, int64_t rows, int
   }
   report(st, static_cast<double>(w.bytes()), 2.0 * rows * cols * n);
   set_kernel_path("");
-  set_kernel_options(KernelOptions{});
+  set_kernel_options(env);
 }
 
 void bm_int4(benchmark::State& st, std::string path, int64_t rows, int64_t cols, int64_t n, int experts) {
@@ -263,6 +269,8 @@ int register_all() {
     if (fast) dense("bf16c_matmul_lm_head_2048x248320_n3", WType::BF16C, 248320, 2048, 3);
     dense("bf16c_matvec_2048x8192", WType::BF16C, 8192, 2048, 1);
     dense("bf16c_matvec_2048x512_in_cache", WType::BF16C, 512, 2048, 1);
+    // 384 KiB: in L2 on every host (the 1.5 MiB case above is L3 on a 1 MiB L2).
+    dense("bf16c_matvec_2048x128_in_l2", WType::BF16C, 128, 2048, 1);
     if (fast) dense("bf16c_matmul_2048x8192_n512", WType::BF16C, 8192, 2048, 512);
     dense("bf16_matvec_2048x8192", WType::BF16, 8192, 2048, 1);
     dense("bf16_matvec_8192x2048", WType::BF16, 2048, 8192, 1);

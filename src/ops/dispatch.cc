@@ -57,12 +57,14 @@ struct OptionsState {
   std::atomic<Bf16Kernel> bf16{Bf16Kernel::kProbe};
   std::atomic<Q8Kernel> q8{Q8Kernel::kProbe};
   std::atomic<Q4Kernel> q4{Q4Kernel::kProbe};
+  std::atomic<Bf16cKernel> bf16c{Bf16cKernel::kProbe};
   OptionsState() {
     const KernelOptions o = parse_kernel_options(std::getenv("QINFER_KERNEL_OPTS"));
     bf16_dot = o.bf16_dot;
     bf16 = o.bf16;
     q8 = o.q8;
     q4 = o.q4;
+    bf16c = o.bf16c;
   }
 };
 
@@ -890,7 +892,9 @@ void c12_probe(const KernelTable& t, C12Choice& out) {
     line += cat(", bf16c_", modes[c - 1] >= 0 ? names[modes[c - 1]] : "rows", " ", probe_rates(p, c, gb));
   char took[48];
   std::snprintf(took, sizeof took, "; %.2f s", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  log_info(line, took, "; --dense bf16 or bf16c forces the form)");
+  const Bf16cKernel forced = options_state().bf16c.load(std::memory_order_relaxed);
+  if (forced != Bf16cKernel::kProbe) line += cat("; variant forced: bf16c_", bf16c_kernel_name(forced));
+  log_info(line, took, "; --dense bf16 or bf16c forces the form, QINFER_KERNEL_OPTS=bf16c_nta|t0|none the variant)");
 }
 
 // The avx512 and avx2 paths have SIMD BF16C decoders, whose prefetch variant and
@@ -898,6 +902,16 @@ void c12_probe(const KernelTable& t, C12Choice& out) {
 // code (the twin: correct, several times slower than BF16), so there BF16C never
 // pays and decodes rows one after another with the default prefetch.
 bool c12_tuned(const KernelTable& t) { return &t != &detail::scalar_kernels(); }
+
+int c12_forced_mode(Bf16cKernel k) {
+  switch (k) {
+    case Bf16cKernel::kT0: return detail::kMatvecSeqT0;
+    case Bf16cKernel::kNone: return detail::kMatvecSeqNone;
+    case Bf16cKernel::kNta: return detail::kMatvecSeqNta;
+    case Bf16cKernel::kProbe: break;
+  }
+  return -1;
+}
 
 int c12_mode(const KernelTable& t) {
   C12Choice& c = c12_choice(t);
@@ -910,7 +924,8 @@ int c12_mode(const KernelTable& t) {
       c.probed.store(true, std::memory_order_release);
     }
   }
-  return c.mode;
+  const int forced = c12_forced_mode(options_state().bf16c.load(std::memory_order_relaxed));
+  return forced >= 0 ? forced : c.mode;
 }
 
 void bf16c_product(const KernelTable& t, const DenseMatrix& W, const float* X, int64_t n, float* Y, double work) {
@@ -945,10 +960,14 @@ KernelOptions parse_kernel_options(const char* spec) {
     else if (tok == "q8_widen_tiled") o.q8 = Q8Kernel::kWidenTiled;
     else if (tok == "q4_tiles") o.q4 = Q4Kernel::kTiles;
     else if (tok == "q4_pairs") o.q4 = Q4Kernel::kPairs;
+    else if (tok == "bf16c_nta") o.bf16c = Bf16cKernel::kNta;
+    else if (tok == "bf16c_t0") o.bf16c = Bf16cKernel::kT0;
+    else if (tok == "bf16c_none") o.bf16c = Bf16cKernel::kNone;
     else if (!tok.empty())
       fail("QINFER_KERNEL_OPTS: unknown option '", tok,
            "' (known: bf16_dot, bf16_widen, bf16_widen_t0, bf16_widen_nopf, bf16_widen_tiled, bf16_widen256, "
-           "bf16_split3, bf16_split, bf16_amx, q8_int, q8_widen, q8_widen_tiled, q4_tiles, q4_pairs)");
+           "bf16_split3, bf16_split, bf16_amx, q8_int, q8_widen, q8_widen_tiled, q4_tiles, q4_pairs, bf16c_nta, "
+           "bf16c_t0, bf16c_none)");
     pos = end + 1;
   }
   return o;
@@ -995,6 +1014,21 @@ bool bf16c_pays() {
 Q8Kernel q8_kernel_for(int64_t n) { return q8_kernel_on(table(), n); }
 
 Q4Kernel q4_kernel_for_one_row() { return q4_kernel_on(table()); }
+
+const char* bf16c_kernel_name(Bf16cKernel k) {
+  switch (k) {
+    case Bf16cKernel::kProbe: return "probe";
+    case Bf16cKernel::kNta: return "nta";
+    case Bf16cKernel::kT0: return "t0";
+    case Bf16cKernel::kNone: return "none";
+  }
+  return "?";
+}
+
+Bf16cKernel bf16c_kernel_for_one_row() {
+  const int m = c12_mode(table());
+  return m == detail::kMatvecSeqT0 ? Bf16cKernel::kT0 : m == detail::kMatvecSeqNone ? Bf16cKernel::kNone : Bf16cKernel::kNta;
+}
 
 const char* q4_kernel_name(Q4Kernel k) {
   switch (k) {
@@ -1175,6 +1209,7 @@ void set_kernel_options(const KernelOptions& o) {
   options_state().bf16.store(o.bf16);
   options_state().q8.store(o.q8);
   options_state().q4.store(o.q4);
+  options_state().bf16c.store(o.bf16c);
 }
 
 KernelOptions kernel_options() {
@@ -1183,6 +1218,7 @@ KernelOptions kernel_options() {
   o.bf16 = options_state().bf16.load();
   o.q8 = options_state().q8.load();
   o.q4 = options_state().q4.load();
+  o.bf16c = options_state().bf16c.load();
   return o;
 }
 

@@ -152,11 +152,17 @@ enum class Q8Kernel { kProbe, kInt, kWiden, kWidenTiled };
 //          19 ~10% more bandwidth from memory; elsewhere it may not pay.
 // A start-up probe picks one; QINFER_KERNEL_OPTS=q4_tiles or q4_pairs forces it.
 enum class Q4Kernel { kProbe, kTiles, kPairs };
+// BF16C one-row decode (SIMD paths) reads the rows one after another with one of
+// three software prefetches 4 KiB ahead (the same bits): nta (non-temporal), t0
+// (into L1), none. bf16c_pays's probe picks one; QINFER_KERNEL_OPTS=bf16c_nta,
+// bf16c_t0 or bf16c_none forces it (the probe still decides whether the form pays).
+enum class Bf16cKernel { kProbe, kNta, kT0, kNone };
 struct KernelOptions {
   bool bf16_dot = false;
   Bf16Kernel bf16 = Bf16Kernel::kProbe;
   Q8Kernel q8 = Q8Kernel::kProbe;
   Q4Kernel q4 = Q4Kernel::kProbe;
+  Bf16cKernel bf16c = Bf16cKernel::kProbe;
 };
 // Parses QINFER_KERNEL_OPTS (comma separated; throws naming an unknown token).
 KernelOptions parse_kernel_options(const char* spec);
@@ -165,6 +171,10 @@ KernelOptions kernel_options();
 const char* bf16_kernel_name(Bf16Kernel k);
 const char* q8_kernel_name(Q8Kernel k);
 const char* q4_kernel_name(Q4Kernel k);
+const char* bf16c_kernel_name(Bf16cKernel k);
+// The prefetch variant BF16C one-row products use on the current path (kNta on
+// the scalar path; runs bf16c_pays's probe first where nothing is forced).
+Bf16cKernel bf16c_kernel_for_one_row();
 // The layout one-row GPTQ products use on the current path (probes first where it
 // has not run, nothing is forced and the path has both).
 Q4Kernel q4_kernel_for_one_row();

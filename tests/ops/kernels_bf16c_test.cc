@@ -128,6 +128,43 @@ TEST_P(Bf16cByPath, DecodeVariantsAgree) {
   }
 }
 
+// QINFER_KERNEL_OPTS=bf16c_* forces the one-row variant (the probe still runs for
+// whether the form pays); the forced products equal the plain BF16 ones.
+TEST_P(Bf16cByPath, ForcedDecodeVariant) {
+  PathGuard guard(GetParam());
+  const KernelOptions saved = kernel_options();
+  EXPECT_EQ(parse_kernel_options("bf16c_t0").bf16c, Bf16cKernel::kT0);
+  EXPECT_EQ(parse_kernel_options("q4_tiles,bf16c_none").bf16c, Bf16cKernel::kNone);
+  EXPECT_EQ(parse_kernel_options("bf16c_nta").bf16c, Bf16cKernel::kNta);
+  EXPECT_EQ(parse_kernel_options("bf16_widen").bf16c, Bf16cKernel::kProbe);
+  try {
+    parse_kernel_options("bf16c_t1");
+    ADD_FAILURE() << "bf16c_t1 accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("bf16c_none"), std::string::npos) << e.what();
+  }
+  std::mt19937 rng(6);
+  const auto w = make_weights(77, 1024, rng);
+  const DenseMatrix b = dense_view(WType::BF16, w.data(), 77, 1024);
+  const DenseMatrix c = dense_to_bf16c(b, bf16c_table(b));
+  const auto x = testing::random_floats(rng, 1024);
+  KernelOptions o;
+  o.bf16 = Bf16Kernel::kWiden;
+  set_kernel_options(o);
+  std::vector<float> want(77);
+  matmul(b, x.data(), 1, want.data());
+  const bool tuned = GetParam() != "scalar";
+  for (Bf16cKernel k : {Bf16cKernel::kNta, Bf16cKernel::kT0, Bf16cKernel::kNone}) {
+    o.bf16c = k;
+    set_kernel_options(o);
+    EXPECT_EQ(bf16c_kernel_for_one_row(), tuned ? k : Bf16cKernel::kNta) << GetParam() << " " << bf16c_kernel_name(k);
+    std::vector<float> y(77, -1.0f);
+    matmul(c, x.data(), 1, y.data());
+    for (int64_t r = 0; r < 77; ++r) ASSERT_EQ(y[r], want[r]) << GetParam() << " " << bf16c_kernel_name(k) << " row " << r;
+  }
+  set_kernel_options(saved);
+}
+
 INSTANTIATE_TEST_SUITE_P(Paths, Bf16cByPath, ::testing::ValuesIn(available_paths()),
                          [](const auto& info) { return info.param; });
 
