@@ -122,7 +122,8 @@ void matmul_batch(const BatchProduct* items, size_t count);
 //             probe on first use times faster (logged; Zen 4: the rows).
 // BF16C matrices (the lossless 12-bit form, ops/bf16c.h) always widen, with their
 // own kernels (same sums as widen; one-row prefetch variant picked by bf16c_pays's
-// probe); the loader makes them only where that probe finds them faster (--dense auto).
+// probe); the loader makes them only where that probe finds them faster, or BF16
+// faster by at most 10% (a quarter fewer bytes resident; --dense auto).
 // Environment: QINFER_KERNEL_OPTS=bf16_dot, or bf16_<name> for any kernel above
 // (bf16_widen, bf16_widen_t0, ..., bf16_split) to force it (an error when the
 // path lacks it).
@@ -185,8 +186,8 @@ Q8Kernel q8_kernel_for(int64_t n);
 // The exact BF16 kernel products with n activation rows use on the current
 // path (runs the probe first when it has not run and nothing is forced).
 Bf16Kernel bf16_kernel_for(int64_t n);
-// Whether BF16C (ops/bf16c.h) decodes faster than BF16 on this host and path: a
-// probe on first call (~0.3 s; logged), which also picks BF16C's one-row prefetch
+// Whether BF16C (ops/bf16c.h) decodes faster than BF16 on this host and path (or
+// BF16 by at most 10%): a probe on first call (~0.3 s; logged), which also picks BF16C's one-row prefetch
 // variant. False where BF16 products are not fp32 widening (bf16_dot, a forced
 // split or widen256) or its panels run on AMX (BF16C panels widen).
 bool bf16c_pays();
