@@ -184,8 +184,11 @@ void bm_int4_moe(benchmark::State& st, std::string path, int64_t rows, int64_t c
 // Decode's expert traffic: `per_call` experts (n = 1) per call, taken in turn
 // from a pool of `pool` matrices far larger than cache, moved into transparent
 // huge pages like the model's resident experts (model/resident.h). Each call
-// reads its experts from memory, as a decode step does.
-void bm_int4_pool(benchmark::State& st, std::string path, int64_t rows, int64_t cols, int pool, int per_call) {
+// reads its experts from memory, as a decode step does. random: each call's
+// experts drawn at random (distinct, fixed seed) as a router picks them, so they
+// are apart in memory; otherwise consecutive ones, one contiguous stream.
+void bm_int4_pool(benchmark::State& st, std::string path, int64_t rows, int64_t cols, int pool, int per_call,
+                  bool random) {
   set_kernel_path(path.c_str());
   static std::vector<std::unique_ptr<GptqMatrix>> mats;
   static std::unique_ptr<unsigned char, qinfer::bench::FreeHuge> block;   // kept for the process
@@ -209,9 +212,22 @@ void bm_int4_pool(benchmark::State& st, std::string path, int64_t rows, int64_t 
   std::vector<BatchProduct> items(per_call);
   double bytes = 0;
   int next = 0;
+  std::mt19937 rng(17);
+  std::vector<int> pick(per_call);
   for (auto _ : st) {
     for (int e = 0; e < per_call; ++e) {
-      const GptqMatrix& m = *mats[(next + e) % pool];
+      if (random) {   // distinct, ascending (the MoE block orders its items by expert)
+        for (bool dup = true; dup;) {
+          pick[e] = static_cast<int>(rng() % static_cast<unsigned>(pool));
+          dup = std::find(pick.begin(), pick.begin() + e, pick[e]) != pick.begin() + e;
+        }
+        if (e + 1 == per_call) std::sort(pick.begin(), pick.end());
+      } else {
+        pick[e] = (next + e) % pool;
+      }
+    }
+    for (int e = 0; e < per_call; ++e) {
+      const GptqMatrix& m = *mats[pick[e]];
       items[e] = {&m, nullptr, x.data(), 1, ys[e].data()};
       bytes += m.bytes();
     }
@@ -309,13 +325,16 @@ int register_all() {
     int4("int4_matvec_64experts_512x2048", 512, 2048, 1, 64);
     if (fast)
       benchmark::RegisterBenchmark(("int4_matvec_8of256experts_1024x2048/" + p).c_str(), bm_int4_pool, p, 1024, 2048,
-                                   256, 8)->Unit(benchmark::kMicrosecond)->UseRealTime();
+                                   256, 8, false)->Unit(benchmark::kMicrosecond)->UseRealTime();
+    if (fast)  // the same with the experts drawn at random, as a router picks them
+      benchmark::RegisterBenchmark(("int4_matvec_8of256experts_random_1024x2048/" + p).c_str(), bm_int4_pool, p, 1024,
+                                   2048, 256, 8, true)->Unit(benchmark::kMicrosecond)->UseRealTime();
     if (fast)  // the same with gate and up as separate matrices (per-expert checkpoints): 16 of 512 a call
       benchmark::RegisterBenchmark(("int4_matvec_16of512experts_512x2048/" + p).c_str(), bm_int4_pool, p, 512, 2048,
-                                   512, 16)->Unit(benchmark::kMicrosecond)->UseRealTime();
+                                   512, 16, false)->Unit(benchmark::kMicrosecond)->UseRealTime();
     if (fast)  // the same from a pool far larger than any L3 (2.4 GB): DRAM-bound
       benchmark::RegisterBenchmark(("int4_matvec_16of4096experts_512x2048/" + p).c_str(), bm_int4_pool, p, 512, 2048,
-                                   4096, 16)->Unit(benchmark::kMicrosecond)->UseRealTime();
+                                   4096, 16, false)->Unit(benchmark::kMicrosecond)->UseRealTime();
     if (fast) {
       dense("bf16_matmul_2048x8192_n64", WType::BF16, 8192, 2048, 64);
       dense("bf16_matmul_2048x8192_n512", WType::BF16, 8192, 2048, 512);

@@ -1,5 +1,7 @@
 #include "jinja/methods.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <optional>
 
 #include "jinja/builtins.h"
@@ -75,10 +77,17 @@ std::string str_format(const std::string& fmt, const CallArgs& args) {
     if (field.empty()) {
       if (auto_idx >= args.pos.size()) throw EvalError("IndexError: Replacement index out of range");
       v = args.pos[auto_idx++];
-    } else if (std::isdigit(static_cast<unsigned char>(field[0]))) {
-      size_t k = std::stoul(field);
+    } else if (std::all_of(field.begin(), field.end(), [](char d) { return d >= '0' && d <= '9'; })) {
+      // An index (Python: all digits; any other name is a keyword), Python's error past
+      // a Py_ssize_t.
+      uint64_t k = 0;
+      for (char d : field) {
+        if (k > (uint64_t{INT64_MAX} - static_cast<uint64_t>(d - '0')) / 10)
+          throw EvalError("ValueError: Too many decimal digits in format string");
+        k = k * 10 + static_cast<uint64_t>(d - '0');
+      }
       if (k >= args.pos.size()) throw EvalError("IndexError: Replacement index out of range");
-      v = args.pos[k];
+      v = args.pos[static_cast<size_t>(k)];
     } else {
       bool found = false;
       for (const auto& [name, val] : args.kw)

@@ -165,6 +165,12 @@ std::string error_of(const std::string& src, const Json& ctx = Json::object()) {
   }
 }
 
+// Rendering src fails with an error that contains msg.
+void has(const std::string& src, const std::string& msg) {
+  std::string e = error_of(src);
+  EXPECT_NE(e.find(msg), std::string::npos) << src << "\ngot: " << e;
+}
+
 }  // namespace
 
 TEST(JinjaGaps, MatchesJinja2) {
@@ -217,10 +223,6 @@ TEST(JinjaGaps, ErrorsOfTheNewFeatures) {
 // The TypeErrors of tuples, with Python's messages (checked with python3-jinja2): a tuple and
 // a list neither concatenate nor order, and only a tuple holds several %-format arguments.
 TEST(JinjaGaps, TupleErrorsAreThoseOfPython) {
-  auto has = [](const std::string& src, const std::string& msg) {
-    std::string e = error_of(src);
-    EXPECT_NE(e.find(msg), std::string::npos) << src << "\ngot: " << e;
-  };
   has("{{ (1, 2) + [3] }}", "TypeError: can only concatenate tuple (not \"list\") to tuple");
   has("{{ [1, 2] + (3,) }}", "TypeError: can only concatenate list (not \"tuple\") to list");
   has("{{ (1, 2) < [1, 3] }}", "TypeError: '<' not supported between instances of 'tuple' and 'list'");
@@ -232,4 +234,15 @@ TEST(JinjaGaps, TupleErrorsAreThoseOfPython) {
   has("{{ 'abc'.startswith(['a']) }}", "first arg must be str or a tuple of str, not list");
   has("{{ [1] in {'a': 1} }}", "TypeError: unhashable type: 'list'");
   has("{% set a, b = (1, 2, 3) %}", "ValueError: too many values to unpack (expected 2)");
+}
+
+// str.format field names (checked with python3-jinja2): all digits is an index, leading
+// zeros included; anything else a keyword; an index past a Py_ssize_t a ValueError (the
+// fuzzer's input: it escaped as std::out_of_range before).
+TEST(JinjaGaps, StrFormatFieldNames) {
+  EXPECT_EQ(Template::parse("{{ '{0}{00}-{x}'.format('y', x=1) }}", "f.jinja").render(Json::object()), "yy-1");
+  has("{{ '{0888888888888888888888888888}'.format('y') }}", "ValueError: Too many decimal digits in format string");
+  has("{{ '{08888888888888888888888888888888888888888888888888}'.format('y') }}", "Too many decimal digits");
+  has("{{ '{0a}'.format('y') }}", "KeyError: '0a'");
+  has("{{ '{1}'.format('y') }}", "IndexError: Replacement index");
 }
