@@ -219,8 +219,13 @@ Value f_format(Renderer&, const Value& v, const CallArgs& ca) {
 Value f_indent(Renderer&, const Value& v, const CallArgs& ca) {
   Args a(ca, "indent()", {"width", "first", "blank"});
   std::string ind = " ";
-  if (a.has(0) && a.get(0).is_string()) ind = a.str(0);
-  else ind = std::string(static_cast<size_t>(a.has(0) ? a.integer(0) : 4), ' ');
+  if (a.has(0) && a.get(0).is_string()) {
+    ind = a.str(0);
+  } else {   // Python: ' ' * width, empty for a negative width
+    const int64_t w = std::max<int64_t>(0, a.has(0) ? a.integer(0) : 4);
+    check_built_size(w, "indent()");
+    ind = std::string(static_cast<size_t>(w), ' ');
+  }
   std::string s = soft_str(v) + "\n";
   std::vector<std::string> lines = py::splitlines(s, false);
   std::string rv;

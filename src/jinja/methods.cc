@@ -188,6 +188,7 @@ Value str_method(const Value& self, const std::string& name) {
     return m({"width"}, [s](const Args& a) {
       int64_t w = a.integer(0), len = static_cast<int64_t>(py::length(s));
       if (w <= len) return Value(s);
+      check_built_size(w, "str.zfill()");
       std::string pad(static_cast<size_t>(w - len), '0');
       if (!s.empty() && (s[0] == '-' || s[0] == '+')) return Value(s.substr(0, 1) + pad + s.substr(1));
       return Value(pad + s);
@@ -198,6 +199,7 @@ Value str_method(const Value& self, const std::string& name) {
       int64_t w = a.integer(0), len = static_cast<int64_t>(py::length(s));
       std::string fill = a.has(1) ? a.str(1) : " ";
       if (w <= len) return Value(s);
+      check_built_size(w, "str.center()/ljust()/rjust()");
       int64_t total = w - len, left = 0;
       if (kind == 'r') left = total;
       else if (kind == 'c') left = total / 2 + (total & w & 1);

@@ -38,6 +38,10 @@ double py_fmod(double a, double b) {
 }
 
 Value repeat(const Value& seq, int64_t n) {
+  if (n > 0) {
+    const int64_t each = seq.is_string() ? static_cast<int64_t>(seq.str().size()) : static_cast<int64_t>(iterate(seq).size());
+    check_built_size(n, "operator '*'", each);
+  }
   if (seq.is_string()) {
     std::string out;
     for (int64_t i = 0; i < n; ++i) out += seq.str();

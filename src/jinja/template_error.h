@@ -7,6 +7,7 @@
 //   EvalError: thrown by value operations that do not know where they are; the
 //     interpreter catches it and rethrows a TemplateError naming the line.
 #pragma once
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -44,5 +45,16 @@ class EvalError : public std::runtime_error {
  public:
   explicit EvalError(const std::string& msg) : std::runtime_error(msg) {}
 };
+
+// The largest string or list one operation may build (padding, indenting, '*'):
+// past it a MemoryError names the operation, where Python would try to allocate
+// (and a std::length_error or an out-of-memory kill would end the process).
+constexpr int64_t kMaxBuiltElems = int64_t{1} << 28;
+// n copies of `each` elements (each >= 1).
+inline void check_built_size(int64_t n, const char* what, int64_t each = 1) {
+  if (each > 0 && n > kMaxBuiltElems / each)
+    throw EvalError("MemoryError: " + std::string(what) + " would build " + std::to_string(n) + " x " +
+                    std::to_string(each) + " elements (templates stop at " + std::to_string(kMaxBuiltElems) + ")");
+}
 
 }  // namespace qinfer::jinja

@@ -246,3 +246,17 @@ TEST(JinjaGaps, StrFormatFieldNames) {
   has("{{ '{0a}'.format('y') }}", "KeyError: '0a'");
   has("{{ '{1}'.format('y') }}", "IndexError: Replacement index");
 }
+
+// Sizes a template gives: a negative indent is none (Python: ' ' * -2 == ''); a string or
+// list that would pass kMaxBuiltElems is a MemoryError naming the operation (the fuzzer's
+// indent(-2) escaped as std::length_error; 'x' * 10**12 would run out of memory).
+TEST(JinjaGaps, BuiltSizes) {
+  EXPECT_EQ(Template::parse("{{ 'a\nb'|indent(-2, true) }}|{{ 'ab'.zfill(-3) }}|{{ 'x' * -2 }}|{{ [1] * 0 }}", "s.jinja")
+                .render(Json::object()),
+            "a\nb|ab||[]");
+  has("{{ 'x'|indent(1000000000000) }}", "MemoryError: indent()");
+  has("{{ 'xy' * 1000000000000 }}", "MemoryError: operator '*'");
+  has("{{ [1, 2] * 200000000 }}", "MemoryError: operator '*'");
+  has("{{ 'x'.zfill(10000000000) }}", "MemoryError: str.zfill()");
+  has("{{ 'x'.center(10000000000) }}", "MemoryError: str.center()");
+}
