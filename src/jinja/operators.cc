@@ -116,7 +116,11 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
     if (ints && b.as_int() >= 0) {
       int64_t base = a.as_int(), e = b.as_int(), acc = 1;
       bool of = false;
-      while (e-- > 0) of |= __builtin_mul_overflow(acc, base, &acc);
+      if (base == 0) acc = e == 0 ? 1 : 0;
+      else if (base == 1) acc = 1;
+      else if (base == -1) acc = e % 2 ? -1 : 1;
+      else if (e >= 64) of = true;   // |base| >= 2: past 2^63 (no loop over a huge exponent)
+      else while (e-- > 0) of |= __builtin_mul_overflow(acc, base, &acc);
       return int_result(of, acc);
     }
     return Value(std::pow(a.as_double(), b.as_double()));

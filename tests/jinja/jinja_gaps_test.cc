@@ -260,3 +260,16 @@ TEST(JinjaGaps, BuiltSizes) {
   has("{{ 'x'.zfill(10000000000) }}", "MemoryError: str.zfill()");
   has("{{ 'x'.center(10000000000) }}", "MemoryError: str.center()");
 }
+
+// Integer powers take steps by the result's size, not the exponent's (the fuzzer's
+// 99999 ** 99999999999 looped for minutes); Python's values where they fit in 64 bits.
+TEST(JinjaGaps, IntegerPowers) {
+  EXPECT_EQ(Template::parse("{{ 2 ** 62 }} {{ (-2) ** 63 }} {{ 0 ** 0 }} {{ 0 ** 99999999999 }} {{ 1 ** 99999999999 }} "
+                            "{{ (-1) ** 99999999999 }} {{ (-1) ** 99999999998 }} {{ 7 ** 0 }} {{ 3 ** 2 }}",
+                            "p.jinja")
+                .render(Json::object()),
+            "4611686018427387904 -9223372036854775808 1 0 1 -1 1 1 9");
+  has("{{ 99999 ** 99999999999 - 7 }}", "OverflowError: integer result does not fit in 64 bits");
+  has("{{ 2 ** 63 }}", "OverflowError");
+  has("{{ (-3) ** 64 }}", "OverflowError");
+}
