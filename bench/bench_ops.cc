@@ -216,16 +216,16 @@ void bm_int4_pool(benchmark::State& st, std::string path, int64_t rows, int64_t 
   std::vector<int> pick(per_call);
   for (auto _ : st) {
     for (int e = 0; e < per_call; ++e) {
-      if (random) {   // distinct, ascending (the MoE block orders its items by expert)
-        for (bool dup = true; dup;) {
-          pick[e] = static_cast<int>(rng() % static_cast<unsigned>(pool));
-          dup = std::find(pick.begin(), pick.begin() + e, pick[e]) != pick.begin() + e;
-        }
-        if (e + 1 == per_call) std::sort(pick.begin(), pick.end());
-      } else {
+      if (!random) {
         pick[e] = (next + e) % pool;
+        continue;
+      }
+      for (bool dup = true; dup;) {   // distinct
+        pick[e] = static_cast<int>(rng() % static_cast<unsigned>(pool));
+        dup = std::find(pick.begin(), pick.begin() + e, pick[e]) != pick.begin() + e;
       }
     }
+    if (random) std::sort(pick.begin(), pick.end());   // ascending, as the MoE block orders its items
     for (int e = 0; e < per_call; ++e) {
       const GptqMatrix& m = *mats[pick[e]];
       items[e] = {&m, nullptr, x.data(), 1, ys[e].data()};

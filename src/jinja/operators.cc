@@ -38,16 +38,15 @@ double py_fmod(double a, double b) {
 }
 
 Value repeat(const Value& seq, int64_t n) {
-  if (n > 0) {
-    const int64_t each = seq.is_string() ? static_cast<int64_t>(seq.str().size()) : static_cast<int64_t>(iterate(seq).size());
-    check_built_size(n, "operator '*'", each);
-  }
   if (seq.is_string()) {
+    const std::string& once = seq.str();
+    if (n > 0) check_built_size(n, "operator '*'", static_cast<int64_t>(once.size()));
     std::string out;
-    for (int64_t i = 0; i < n; ++i) out += seq.str();
+    for (int64_t i = 0; i < n; ++i) out += once;
     return Value(std::move(out));
   }
   std::vector<Value> items, once = iterate(seq);
+  if (n > 0) check_built_size(n, "operator '*'", static_cast<int64_t>(once.size()));
   for (int64_t i = 0; i < n; ++i) items.insert(items.end(), once.begin(), once.end());
   return make_list(items, "operator '*'", seq.is_tuple());
 }

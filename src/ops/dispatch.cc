@@ -1035,7 +1035,9 @@ const char* bf16c_kernel_name(Bf16cKernel k) {
 
 Bf16cKernel bf16c_kernel_for_one_row() {
   const int m = c12_mode(table());
-  return m == detail::kMatvecSeqT0 ? Bf16cKernel::kT0 : m == detail::kMatvecSeqNone ? Bf16cKernel::kNone : Bf16cKernel::kNta;
+  for (Bf16cKernel k : {Bf16cKernel::kT0, Bf16cKernel::kNone})
+    if (c12_forced_mode(k) == m) return k;
+  return Bf16cKernel::kNta;
 }
 
 const char* q4_kernel_name(Q4Kernel k) {
