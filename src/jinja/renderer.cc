@@ -21,6 +21,7 @@ const Value* Scope::find(const std::string& name) const {
 
 Renderer::~Renderer() {
   for (auto& s : closures_) s->vars.clear();
+  for (auto& o : assigned_) o->attrs.clear();
 }
 
 void Renderer::fail(int line, const std::string& construct, const std::string& msg) {
@@ -163,6 +164,7 @@ Renderer::Flow Renderer::exec_stmt(const Stmt& st, const ScopePtr& s, std::strin
       if (!ns || !ns->is_object() || !ns->obj()->is_namespace)
         fail(st.line, "'set' tag", "cannot assign attribute on non-namespace object ('" + st.name + "')");
       ns->obj()->attrs[st.attr] = eval(*st.expr, s);
+      assigned_.insert(ns->obj());
       return Flow::Normal;
     }
     case StmtKind::SetBlock: {

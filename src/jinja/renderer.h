@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "jinja/ast.h"
@@ -22,7 +23,7 @@ using ScopePtr = std::shared_ptr<Scope>;
 class Renderer {
  public:
   explicit Renderer(const std::string& template_name) : name_(template_name) {}
-  ~Renderer();  // breaks macro <-> scope reference cycles
+  ~Renderer();  // breaks macro <-> scope and namespace reference cycles
   Renderer(const Renderer&) = delete;
   Renderer& operator=(const Renderer&) = delete;
 
@@ -52,6 +53,9 @@ class Renderer {
   const std::string& name_;
   int depth_ = 0;
   std::vector<ScopePtr> closures_;  // scopes captured by macros defined during this render
+  // Namespaces given an attribute during this render (`set ns.x = ns` holds itself;
+  // their attributes are dropped with the renderer, as Python's collector would).
+  std::unordered_set<std::shared_ptr<Object>> assigned_;
 };
 
 }  // namespace qinfer::jinja

@@ -183,9 +183,19 @@ static std::string json_repr(const Json& j, bool top_str, const TupleMarks* mark
 }
 
 static std::string object_repr(const Value& v) {
-  std::string out = v.obj()->is_namespace ? "<Namespace {" : "<LoopContext {";
+  // Objects being printed on this thread: a namespace that holds itself (`set ns.x = ns`)
+  // prints as Python's reprlib guard does, <Namespace {...}> where it recurs.
+  thread_local std::vector<const Object*> open;
+  const Object* o = v.obj().get();
+  const char* head = o->is_namespace ? "<Namespace {" : "<LoopContext {";
+  if (std::find(open.begin(), open.end(), o) != open.end()) return std::string(head) + "...}>";
+  open.push_back(o);
+  struct Pop {
+    ~Pop() { open.pop_back(); }
+  } pop;
+  std::string out = head;
   bool first = true;
-  for (const auto& [k, val] : v.obj()->attrs) {
+  for (const auto& [k, val] : o->attrs) {
     if (!first) out += ", ";
     first = false;
     out += py::repr(k) + ": " + repr(val);

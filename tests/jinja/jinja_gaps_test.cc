@@ -261,6 +261,24 @@ TEST(JinjaGaps, BuiltSizes) {
   has("{{ 'x'.center(10000000000) }}", "MemoryError: str.center()");
 }
 
+// A namespace may hold itself (`set ns.x = ns`, found by the fuzzer as a leak): it
+// prints as Python does, with {...} where it recurs, compares by identity, is not JSON,
+// and its attributes are released with the render (the sanitizer run checks the leak).
+TEST(JinjaGaps, NamespaceThatHoldsItself) {
+  const std::string pre = "{% set ns = namespace(n=0) %}{% set ns.self = ns %}";
+  auto render = [&](const std::string& body) { return Template::parse(pre + body, "c.jinja").render(Json::object()); };
+  EXPECT_EQ(render("{% set ns.n = ns.self.n + 1 %}{{ ns.self.self.n }}"), "1");
+  EXPECT_EQ(render("{{ ns }}"), "<Namespace {'n': 0, 'self': <Namespace {...}>}>");
+  EXPECT_EQ(render("{{ ns|string }}|{{ (ns|string)|length }}"), "<Namespace {'n': 0, 'self': <Namespace {...}>}>|47");
+  EXPECT_EQ(render("{{ ns == ns.self }} {{ ns is mapping }}"), "True False");
+  EXPECT_EQ(Template::parse("{% set a = namespace() %}{% set b = namespace(a=a) %}{% set a.b = b %}{{ a.b.a.b.a is "
+                            "defined }} {{ a }}",
+                            "c.jinja")
+                .render(Json::object()),
+            "True <Namespace {'b': <Namespace {'a': <Namespace {...}>}>}>");
+  EXPECT_NE(error_of(pre + "{{ ns|tojson }}").find("not JSON serializable"), std::string::npos) << error_of(pre + "{{ ns|tojson }}");
+}
+
 // Integer powers take steps by the result's size, not the exponent's (the fuzzer's
 // 99999 ** 99999999999 looped for minutes); Python's values where they fit in 64 bits.
 TEST(JinjaGaps, IntegerPowers) {
