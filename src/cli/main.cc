@@ -47,6 +47,8 @@ void usage(std::FILE* out) {
                "      (default: a start-up probe picks the faster per host, logged once)\n"
                "  QINFER_KERNEL_OPTS=q4_tiles|q4_pairs  force the GPTQ int4 decode layout (pairs: two tiles read\n"
                "      side by side, avx512; the same results; default: a probe picks the faster, logged once)\n"
+               "  QINFER_KERNEL_OPTS=q4_panels|q4_int  force the GPTQ int4 prefill kernel (fp32 panels, or the decode\n"
+               "      kernel's integer dot products on 21-bit activations; default: a probe picks the faster, logged once)\n"
                "  QINFER_KERNEL_OPTS=bf16c_nta|bf16c_t0|bf16c_none  force the software prefetch of BF16C\n"
                "      (12-bit BF16) decode rows (the same results; default: a probe picks one, logged once)\n"
                "  QINFER_KERNEL_OPTS=bf16_split  activations as bf16 hi + lo (error 2^-18, logits ~1e-4)\n"

@@ -58,6 +58,7 @@ struct OptionsState {
   std::atomic<Q8Kernel> q8{Q8Kernel::kProbe};
   std::atomic<Q4Kernel> q4{Q4Kernel::kProbe};
   std::atomic<Bf16cKernel> bf16c{Bf16cKernel::kProbe};
+  std::atomic<Q4Prefill> q4_prefill{Q4Prefill::kProbe};
   OptionsState() {
     const KernelOptions o = parse_kernel_options(std::getenv("QINFER_KERNEL_OPTS"));
     bf16_dot = o.bf16_dot;
@@ -65,6 +66,7 @@ struct OptionsState {
     q8 = o.q8;
     q4 = o.q4;
     bf16c = o.bf16c;
+    q4_prefill = o.q4_prefill;
   }
 };
 
@@ -818,6 +820,49 @@ Q4Kernel q4_kernel_on(const KernelTable& t) {
   return probed_once(q4_choice(t), [&] { return q4_probe(t); });
 }
 
+// Per path: the probe's kernel for GPTQ products of q4_panel_min or more rows.
+std::atomic<Q4Prefill>& q4_prefill_choice(const KernelTable& t) {
+  static std::atomic<Q4Prefill> c[3] = {Q4Prefill::kProbe, Q4Prefill::kProbe, Q4Prefill::kProbe};
+  return c[path_index(t)];
+}
+
+// Prefill-sized GPTQ products: fp32 panels against the integer tiles (activations
+// quantized in the timed run, as matmul_batch does) on an expert's 512 x 2048 matrix
+// (0.6 MB: in L2/L3, the products are compute-bound) with 64 activation rows, every
+// thread: ~20 ms.
+Q4Prefill q4_prefill_probe(const KernelTable& t) {
+  const int64_t rows = 512, cols = 2048, n = 64;
+  std::unique_ptr<GptqMatrix> W = gptq_probe_matrix(rows, cols);
+  const std::vector<float> x = probe_activations(n * cols);
+  const Aligned64 mem(detail::q4_input_bytes(*W, n));
+  std::vector<float> y(n * rows);
+  const double work = static_cast<double>(cols) * (0.5 + n);
+  const Q4Prefill cand[2] = {Q4Prefill::kPanels, Q4Prefill::kInt};
+  const KernelProbe p = probe_kernels(
+      2,
+      [&](size_t c) {
+        if (cand[c] == Q4Prefill::kPanels)
+          return for_rows(rows, work, [&](int64_t r0, int64_t r1) { t.gptq_rows_f32(*W, x.data(), n, y.data(), r0, r1); });
+        const detail::Q4Input q = detail::quantize_q4_input(t, *W, x.data(), n, mem.data);
+        for_rows(rows, work, [&](int64_t r0, int64_t r1) { t.gptq_rows(*W, q, y.data(), r0, r1); });
+      },
+      false);
+  const double gflop = 2.0 * rows * cols * n / 1e9;
+  char b[128];
+  std::snprintf(b, sizeof b, " (probe, best of 4, 64 rows: panels %.3f ms (%.0f GFLOP/s), int %.3f ms (%.0f GFLOP/s))",
+                p.all[0] * 1e3, gflop / p.all[0], p.all[1] * 1e3, gflop / p.all[1]);
+  log_info("kernels ", t.name, ": GPTQ int4 products of ", t.q4_panel_min, "+ rows (prefill) use ",
+           q4_prefill_name(cand[p.pick]), b, "; QINFER_KERNEL_OPTS=q4_panels or q4_int forces one");
+  return cand[p.pick];
+}
+
+Q4Prefill q4_prefill_on(const KernelTable& t) {
+  const Q4Prefill forced = options_state().q4_prefill.load(std::memory_order_relaxed);
+  if (forced != Q4Prefill::kProbe) return forced;
+  if (&t == &detail::scalar_kernels()) return Q4Prefill::kPanels;   // the reference keeps its threshold
+  return probed_once(q4_prefill_choice(t), [&] { return q4_prefill_probe(t); });
+}
+
 // The kernel an int8 matrix's product with n rows runs: the choice for n, except that
 // rows wider than the integer path takes are widened.
 Q8Kernel q8_kernel_of(const KernelTable& t, const DenseMatrix& W, int64_t n) {
@@ -971,11 +1016,13 @@ KernelOptions parse_kernel_options(const char* spec) {
     else if (tok == "bf16c_nta") o.bf16c = Bf16cKernel::kNta;
     else if (tok == "bf16c_t0") o.bf16c = Bf16cKernel::kT0;
     else if (tok == "bf16c_none") o.bf16c = Bf16cKernel::kNone;
+    else if (tok == "q4_panels") o.q4_prefill = Q4Prefill::kPanels;
+    else if (tok == "q4_int") o.q4_prefill = Q4Prefill::kInt;
     else if (!tok.empty())
       fail("QINFER_KERNEL_OPTS: unknown option '", tok,
            "' (known: bf16_dot, bf16_widen, bf16_widen_t0, bf16_widen_nopf, bf16_widen_tiled, bf16_widen256, "
-           "bf16_split3, bf16_split, bf16_amx, q8_int, q8_widen, q8_widen_tiled, q4_tiles, q4_pairs, bf16c_nta, "
-           "bf16c_t0, bf16c_none)");
+           "bf16_split3, bf16_split, bf16_amx, q8_int, q8_widen, q8_widen_tiled, q4_tiles, q4_pairs, q4_panels, "
+           "q4_int, bf16c_nta, bf16c_t0, bf16c_none)");
     pos = end + 1;
   }
   return o;
@@ -1022,6 +1069,17 @@ bool bf16c_pays() {
 Q8Kernel q8_kernel_for(int64_t n) { return q8_kernel_on(table(), n); }
 
 Q4Kernel q4_kernel_for_one_row() { return q4_kernel_on(table()); }
+
+Q4Prefill q4_prefill_kernel() { return q4_prefill_on(table()); }
+
+const char* q4_prefill_name(Q4Prefill k) {
+  switch (k) {
+    case Q4Prefill::kProbe: return "probe";
+    case Q4Prefill::kPanels: return "panels";
+    case Q4Prefill::kInt: return "int";
+  }
+  return "?";
+}
 
 const char* bf16c_kernel_name(Bf16cKernel k) {
   switch (k) {
@@ -1106,6 +1164,14 @@ void matmul_batch(const BatchProduct* items, size_t count) {
   std::vector<int64_t> row_start(count + 1, 0);  // active items' rows laid end to end, tile-aligned
   std::vector<int64_t> mem_start(count + 1, 0);  // quantized activations, one allocation
   double work = 0, quant = 0;
+  // Prefill-sized GPTQ items (not on AMX) take the panels or the integer tiles: the
+  // probe's choice, asked only when such an item is here.
+  bool q4_int_many = false;
+  for (size_t i = 0; i < count; ++i)
+    if (items[i].gptq && items[i].n >= t.q4_panel_min && !gptq_amx_on(t, *items[i].gptq, items[i].n)) {
+      q4_int_many = q4_prefill_on(t) == Q4Prefill::kInt;
+      break;
+    }
   for (size_t i = 0; i < count; ++i) {
     const BatchProduct& it = items[i];
     int64_t rows = 0, bytes = 0;
@@ -1117,7 +1183,7 @@ void matmul_batch(const BatchProduct* items, size_t count) {
         work += static_cast<double>(it.gptq->padded_cols()) * (0.5 + it.n) * it.gptq->rows();
         quant += static_cast<double>(it.gptq->padded_cols()) * it.n;
         amxq[i] = gptq_amx_on(t, *it.gptq, it.n);
-        panel[i] = amxq[i] || it.n >= t.q4_panel_min;   // else the integer kernel
+        panel[i] = amxq[i] || (it.n >= t.q4_panel_min && !q4_int_many);   // else the integer kernel
         bytes = panel[i] ? (it.gptq->identity_layout() ? 0 : it.n * it.gptq->padded_cols() * int64_t{sizeof(float)})
                          : detail::q4_input_bytes(*it.gptq, it.n);
         if (amxq[i]) bytes = align64(bytes) + align64(detail::amx_q4_input_elems(it.n, it.gptq->padded_cols()) * 2);
@@ -1157,8 +1223,12 @@ void matmul_batch(const BatchProduct* items, size_t count) {
     if (!active[i] || !it.gptq || !it.gptq->identity_layout() || panel[i]) continue;
     for (size_t j = 0; j < i; ++j) {
       const BatchProduct& o = items[j];
+      // The same rows (an expert's gate and up) or, for one row, equal copies (a decode
+      // token's for its experts); prefill items of different rows are not compared.
       if (active[j] && o.gptq && !panel[j] && same_as[j] < 0 && o.gptq->identity_layout() && o.gptq->cols() == it.gptq->cols() &&
-          o.n == it.n && std::memcmp(o.X, it.X, static_cast<size_t>(it.n * it.gptq->cols()) * sizeof(float)) == 0) {
+          o.n == it.n &&
+          (o.X == it.X ||
+           (it.n == 1 && std::memcmp(o.X, it.X, static_cast<size_t>(it.gptq->cols()) * sizeof(float)) == 0))) {
         same_as[i] = static_cast<int64_t>(j);
         break;
       }
@@ -1220,6 +1290,7 @@ void set_kernel_options(const KernelOptions& o) {
   options_state().q8.store(o.q8);
   options_state().q4.store(o.q4);
   options_state().bf16c.store(o.bf16c);
+  options_state().q4_prefill.store(o.q4_prefill);
 }
 
 KernelOptions kernel_options() {
@@ -1229,6 +1300,7 @@ KernelOptions kernel_options() {
   o.q8 = options_state().q8.load();
   o.q4 = options_state().q4.load();
   o.bf16c = options_state().bf16c.load();
+  o.q4_prefill = options_state().q4_prefill.load();
   return o;
 }
 

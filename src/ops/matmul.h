@@ -153,6 +153,14 @@ enum class Q8Kernel { kProbe, kInt, kWiden, kWidenTiled };
 //          19 ~10% more bandwidth from memory; elsewhere it may not pay.
 // A start-up probe picks one; QINFER_KERNEL_OPTS=q4_tiles or q4_pairs forces it.
 enum class Q4Kernel { kProbe, kTiles, kPairs };
+// GPTQ int4 products with the path's q4_panel_min or more activation rows (prefill;
+// not where AMX panels run them): two exact kernels, both within the fixtures' budget:
+//   panels  tiles dequantized once into fp32 panels, fp32 FMAs (the activations as they are);
+//   int     the decode kernel's integer dot products on 21-bit activations, for every
+//           row count: on AMD Zen 4 (one 512-bit FMA and one vpdpbusd a cycle) 1.2x the
+//           panels at 64 and 512 rows; on Zen 5 and the Intel Xeon the panels win or tie.
+// A start-up probe picks one (avx2 and avx512); QINFER_KERNEL_OPTS=q4_panels or q4_int forces it.
+enum class Q4Prefill { kProbe, kPanels, kInt };
 // BF16C one-row decode (SIMD paths) reads the rows one after another with one of
 // three software prefetches 4 KiB ahead (the same bits): nta (non-temporal), t0
 // (into L1), none. bf16c_pays's probe picks one; QINFER_KERNEL_OPTS=bf16c_nta,
@@ -164,6 +172,7 @@ struct KernelOptions {
   Q8Kernel q8 = Q8Kernel::kProbe;
   Q4Kernel q4 = Q4Kernel::kProbe;
   Bf16cKernel bf16c = Bf16cKernel::kProbe;
+  Q4Prefill q4_prefill = Q4Prefill::kProbe;
 };
 // Parses QINFER_KERNEL_OPTS (comma separated; throws naming an unknown token).
 KernelOptions parse_kernel_options(const char* spec);
@@ -173,12 +182,17 @@ const char* bf16_kernel_name(Bf16Kernel k);
 const char* q8_kernel_name(Q8Kernel k);
 const char* q4_kernel_name(Q4Kernel k);
 const char* bf16c_kernel_name(Bf16cKernel k);
+const char* q4_prefill_name(Q4Prefill k);
 // The prefetch variant BF16C one-row products use on the current path (kNta on
 // the scalar path; runs bf16c_pays's probe first where nothing is forced).
 Bf16cKernel bf16c_kernel_for_one_row();
 // The layout one-row GPTQ products use on the current path (probes first where it
 // has not run, nothing is forced and the path has both).
 Q4Kernel q4_kernel_for_one_row();
+// The kernel GPTQ products of q4_panel_min or more activation rows use on the current
+// path (probes first where it has not run and nothing is forced; kPanels on the
+// scalar path, whose threshold is the reference's).
+Q4Prefill q4_prefill_kernel();
 // The kernel an int8 dense product with n activation rows uses on the current
 // path (runs the probe for n's class first where it has not run, nothing is
 // forced and both exist).

@@ -228,17 +228,26 @@ TEST(GptqKernels, SimdPathsMatchScalarTwin) {
     for (int64_t n : {1, 3, 5, 33, 70}) {
       auto x = testing::random_floats(rng, n * c.cols);
       for (size_t i = 0; i < x.size(); i += 97) x[i] *= 50;  // outliers, as in real activations
-      std::vector<float> want(n * c.rows);
-      {
-        PathGuard g("scalar");
-        matmul(*m, x.data(), n, want.data());
-      }
-      for (const auto& p : available_paths()) {
-        PathGuard g(p);
-        std::vector<float> y(n * c.rows);
-        matmul(*m, x.data(), n, y.data());
-        // Same integers, same float steps in the same order: bit-identical.
-        for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(y[i], want[i]) << p << " n=" << n << " " << i;
+      // The prefill-sized products (33, 70 rows) with each prefill kernel forced on
+      // every path, so that both sides run the same one.
+      for (Q4Prefill f : {Q4Prefill::kPanels, Q4Prefill::kInt}) {
+        KernelOptions o;
+        o.q4_prefill = f;
+        set_kernel_options(o);
+        std::vector<float> want(n * c.rows);
+        {
+          PathGuard g("scalar");
+          matmul(*m, x.data(), n, want.data());
+        }
+        for (const auto& p : available_paths()) {
+          PathGuard g(p);
+          std::vector<float> y(n * c.rows);
+          matmul(*m, x.data(), n, y.data());
+          // Same integers, same float steps in the same order: bit-identical.
+          for (size_t i = 0; i < y.size(); ++i)
+            ASSERT_EQ(y[i], want[i]) << p << " n=" << n << " q4_" << q4_prefill_name(f) << " " << i;
+        }
+        set_kernel_options(KernelOptions{});
       }
     }
   }
@@ -295,14 +304,21 @@ TEST(GptqKernels, BothKernelsMatchScalarTwinAtEveryRowCount) {
             ASSERT_EQ(got[i], want[i]) << name << (panel ? " panel" : " integer") << " n=" << n << " " << i;
         }
       }
-      // matmul picks by the path's threshold.
+      // matmul picks by the path's threshold (prefill kernel forced to the panels),
+      // and with the integer kernel forced takes it for every row count.
       for (const auto& [name, t] : all) {
         PathGuard g(name);
-        std::vector<float> y(n * c.rows);
-        matmul(*m, x.data(), n, y.data());
-        const bool panel = n >= t->q4_panel_min;
-        EXPECT_EQ(y, run(*t, panel)) << name << " n=" << n << " expects the " << (panel ? "panel" : "integer")
-                                     << " kernel";
+        for (Q4Prefill f : {Q4Prefill::kPanels, Q4Prefill::kInt}) {
+          KernelOptions o;
+          o.q4_prefill = f;
+          set_kernel_options(o);
+          std::vector<float> y(n * c.rows);
+          matmul(*m, x.data(), n, y.data());
+          set_kernel_options(KernelOptions{});
+          const bool panel = f == Q4Prefill::kPanels && n >= t->q4_panel_min;
+          EXPECT_EQ(y, run(*t, panel)) << name << " n=" << n << " q4_" << q4_prefill_name(f) << " expects the "
+                                       << (panel ? "panel" : "integer") << " kernel";
+        }
       }
     }
   }
@@ -417,6 +433,55 @@ TEST(GptqKernels, TileLayoutProbeChoosesQuicklyAndKeepsTheChoice) {
   EXPECT_EQ(parse_kernel_options("q4_tiles").q4, Q4Kernel::kTiles);
   EXPECT_EQ(parse_kernel_options("bf16_widen,q4_pairs").q4, Q4Kernel::kPairs);
   EXPECT_EQ(parse_kernel_options("q8_int").q4, Q4Kernel::kProbe);
+}
+
+// The prefill kernel (panels or integer tiles for q4_panel_min+ rows): the probe is
+// quick, runs once, keeps its choice, and matmul follows it; on an expert-sized
+// product of prefill size either kernel is within the activation quantization's
+// bound of the exact product, so the choice is a speed one. The scalar reference keeps
+// its panels; the options parse.
+TEST(GptqKernels, PrefillKernelProbeChoosesQuicklyAndBothAreExact) {
+  std::mt19937 rng(31);
+  Canon c = make_canon(512, 2048, 32, true, GIdx::None, rng, true);
+  auto m = gptq_pack(c.view());
+  const int64_t n = 80;
+  auto x = testing::random_floats(rng, n * c.cols);
+  for (size_t i = 0; i < x.size(); i += 41) x[i] *= 30;
+  std::vector<double> ref, tol;
+  reference(c, x, n, ref, tol);
+  for (const auto& p : available_paths()) {
+    PathGuard g(p);
+    const auto t0 = std::chrono::steady_clock::now();
+    const Q4Prefill k = q4_prefill_kernel();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::cout << p << ": GPTQ prefill kernel " << q4_prefill_name(k) << " (" << s << " s)\n";
+    EXPECT_LT(s, 1.0 * testing::kSanitizerSlowdown) << p;
+    if (p == "scalar") {
+      EXPECT_EQ(k, Q4Prefill::kPanels);
+    } else {
+      EXPECT_TRUE(k == Q4Prefill::kPanels || k == Q4Prefill::kInt) << p;
+    }
+    EXPECT_EQ(q4_prefill_kernel(), k) << p;
+    std::vector<float> by_probe(n * c.rows);
+    matmul(*m, x.data(), n, by_probe.data());
+    for (Q4Prefill f : {Q4Prefill::kPanels, Q4Prefill::kInt}) {
+      KernelOptions o;
+      o.q4_prefill = f;
+      set_kernel_options(o);
+      EXPECT_EQ(q4_prefill_kernel(), f) << p;
+      std::vector<float> y(n * c.rows);
+      matmul(*m, x.data(), n, y.data());
+      set_kernel_options(KernelOptions{});
+      if (f == k) {
+        EXPECT_EQ(y, by_probe) << p << ": matmul does not follow the probe's " << q4_prefill_name(k);
+      }
+      for (size_t i = 0; i < y.size(); ++i)
+        ASSERT_NEAR(y[i], ref[i], tol[i]) << p << " q4_" << q4_prefill_name(f) << " " << i;
+    }
+  }
+  EXPECT_EQ(parse_kernel_options("q4_int").q4_prefill, Q4Prefill::kInt);
+  EXPECT_EQ(parse_kernel_options("q4_tiles,q4_panels").q4_prefill, Q4Prefill::kPanels);
+  EXPECT_EQ(parse_kernel_options("q4_tiles").q4_prefill, Q4Prefill::kProbe);
 }
 
 // Symmetric GPTQ prefill panels on AMX tiles (where the BF16 panels run there)
