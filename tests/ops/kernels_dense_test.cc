@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "kernels_test_util.h"
 #include "ops/matmul_table.h"
 #include "util/error.h"
@@ -150,6 +152,39 @@ TEST(DenseKernels, SimdPathsMatchScalarTwin) {
       for (size_t i = 0; i < y.size(); ++i)
         ASSERT_NEAR(y[i], want[i], 1e-4f * (1 + std::fabs(want[i]))) << p << " n=" << n << " " << i;
     }
+  }
+}
+
+// Dense prefill panels (n >= 128) on long rows: each output is one fp32 FMA per column in
+// column order, the bits of std::fma in a loop, on every SIMD path (what BF16C's
+// bit-identity with BF16 rests on), with a partial last 16-column step (4500) and a partial
+// last panel pair (41 rows). F32 weights, and BF16 with the widening kernel forced (the
+// probe may pick another there).
+TEST(DenseKernels, LongRowPanelsSumInColumnOrder) {
+  std::mt19937 rng(5);
+  const int64_t rows = 41, cols = 4500, n = 130;
+  for (WType t : {WType::F32, WType::BF16}) {
+    DenseCase c = make_dense(t, rows, cols, rng);
+    auto x = testing::random_floats(rng, n * cols);
+    std::vector<float> want(n * rows);
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t r = 0; r < rows; ++r) {
+        float acc = 0.0f;
+        for (int64_t k = 0; k < cols; ++k) acc = std::fma(x[j * cols + k], c.w[r * cols + k], acc);
+        want[j * rows + r] = acc;
+      }
+    KernelOptions o;
+    o.bf16 = Bf16Kernel::kWiden;
+    set_kernel_options(o);
+    for (const auto& p : available_paths()) {
+      if (p == "scalar") continue;   // the reference sums in double
+      PathGuard g(p);
+      std::vector<float> y(n * rows);
+      matmul(c.m, x.data(), n, y.data());
+      for (size_t i = 0; i < y.size(); ++i)
+        ASSERT_EQ(y[i], want[i]) << p << (t == WType::F32 ? " f32 " : " bf16 ") << i;
+    }
+    set_kernel_options(KernelOptions{});
   }
 }
 
