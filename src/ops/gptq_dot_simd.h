@@ -122,6 +122,47 @@ inline void q4_tile(const GptqMatrix& W, int64_t t, const Q4Input& X, int64_t j0
         QINFER_UNROLL
         for (int h = 0; h < kH; ++h)
           dq[j][h] = V::combine(V::widen16(ph[j][h]), V::widen16(pm[j][h]), V::widen16(pl[j][h]));
+    } else if constexpr (NX * kH >= 4) {
+      // One accumulator per row and level chain: the h level's sums, shifted left 7, then
+      // the m level's, shifted 7, then the l level's, give 2^14 h + 2^7 m + l directly
+      // (|sum| < 2^30: the same integers as adding the three levels after), with the
+      // block's codes unpacked once for all rows and levels.
+      I lo[4][kH], hi[4][kH], acc[NX][kH];
+      QINFER_UNROLL
+      for (int ch = 0; ch < 4; ++ch)
+        QINFER_UNROLL
+        for (int h = 0; h < kH; ++h) {
+          const I v = V::load_i(cb + 64 * ch + 4 * V::W * h);
+          lo[ch][h] = V::nib_lo(v);
+          hi[ch][h] = V::nib_hi(v);
+        }
+      QINFER_UNROLL
+      for (int j = 0; j < NX; ++j)
+        QINFER_UNROLL
+        for (int h = 0; h < kH; ++h) acc[j][h] = V::izero();
+      const int8_t* const* lv[3] = {xh, xm, xl};
+      QINFER_UNROLL
+      for (int level = 0; level < 3; ++level) {
+        if (level > 0) {
+          QINFER_UNROLL
+          for (int j = 0; j < NX; ++j)
+            QINFER_UNROLL
+            for (int h = 0; h < kH; ++h) acc[j][h] = V::shl7(acc[j][h]);
+        }
+        QINFER_UNROLL
+        for (int ch = 0; ch < 4; ++ch)
+          QINFER_UNROLL
+          for (int h = 0; h < kH; ++h) {
+            const int64_t c = b * GptqMatrix::kBlock + 8 * ch;
+            QINFER_UNROLL
+            for (int j = 0; j < NX; ++j)
+              acc[j][h] = V::dot4(V::dot4(acc[j][h], lo[ch][h], lv[level][j] + c), hi[ch][h], lv[level][j] + c + 4);
+          }
+      }
+      QINFER_UNROLL
+      for (int j = 0; j < NX; ++j)
+        QINFER_UNROLL
+        for (int h = 0; h < kH; ++h) dq[j][h] = acc[j][h];
     } else {
       // S accumulators per level: with few vectors in flight the chains of
       // dependent vpdpbusd would be latency-bound, so the low- and high-nibble

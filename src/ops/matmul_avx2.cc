@@ -144,6 +144,7 @@ struct V {
     if constexpr (S == 1) return v[0];
     else return _mm256_add_epi32(v[0], v[1]);
   }
+  static I shl7(I v) { return _mm256_slli_epi32(v, 7); }
   // 2^14 h + 2^7 m + l
   static I combine(I h, I m, I l) {
     return _mm256_add_epi32(_mm256_slli_epi32(_mm256_add_epi32(_mm256_slli_epi32(h, 7), m), 7), l);

@@ -32,7 +32,7 @@ struct V {
   static constexpr int PNX = 8;  // activation rows per fp32 panel pass (prefill)
   static constexpr bool kPanelPairs = true;  // two 16-row panels per pass (dense_panel_simd.h)
   static constexpr int PNX2 = 12;  // activation rows per pass over a panel pair: 24 accumulators
-  static constexpr int Q4NX = 4;  // activation rows per int4 tile pass
+  static constexpr int Q4NX = 8;  // activation rows per int4 tile pass
   static constexpr int kC12Acc = 16;  // accumulators of a BF16C tile (bf16c_simd.h)
 
   static T zero() { return _mm512_setzero_ps(); }
@@ -138,6 +138,7 @@ struct V {
     if constexpr (S == 1) return v[0];
     else return _mm512_add_epi32(v[0], v[1]);
   }
+  static I shl7(I v) { return _mm512_slli_epi32(v, 7); }
   // 2^14 h + 2^7 m + l
   static I combine(I h, I m, I l) {
     return _mm512_add_epi32(_mm512_slli_epi32(_mm512_add_epi32(_mm512_slli_epi32(h, 7), m), 7), l);
