@@ -1164,14 +1164,6 @@ void matmul_batch(const BatchProduct* items, size_t count) {
   std::vector<int64_t> row_start(count + 1, 0);  // active items' rows laid end to end, tile-aligned
   std::vector<int64_t> mem_start(count + 1, 0);  // quantized activations, one allocation
   double work = 0, quant = 0;
-  // Prefill-sized GPTQ items (not on AMX) take the panels or the integer tiles: the
-  // probe's choice, asked only when such an item is here.
-  bool q4_int_many = false;
-  for (size_t i = 0; i < count; ++i)
-    if (items[i].gptq && items[i].n >= t.q4_panel_min && !gptq_amx_on(t, *items[i].gptq, items[i].n)) {
-      q4_int_many = q4_prefill_on(t) == Q4Prefill::kInt;
-      break;
-    }
   for (size_t i = 0; i < count; ++i) {
     const BatchProduct& it = items[i];
     int64_t rows = 0, bytes = 0;
@@ -1183,7 +1175,9 @@ void matmul_batch(const BatchProduct* items, size_t count) {
         work += static_cast<double>(it.gptq->padded_cols()) * (0.5 + it.n) * it.gptq->rows();
         quant += static_cast<double>(it.gptq->padded_cols()) * it.n;
         amxq[i] = gptq_amx_on(t, *it.gptq, it.n);
-        panel[i] = amxq[i] || (it.n >= t.q4_panel_min && !q4_int_many);   // else the integer kernel
+        // Prefill-sized items not on AMX: the panels or the integer tiles, as the probe
+        // (asked only here, on the first such item) or the option says.
+        panel[i] = amxq[i] || (it.n >= t.q4_panel_min && q4_prefill_on(t) == Q4Prefill::kPanels);   // else the integer kernel
         bytes = panel[i] ? (it.gptq->identity_layout() ? 0 : it.n * it.gptq->padded_cols() * int64_t{sizeof(float)})
                          : detail::q4_input_bytes(*it.gptq, it.n);
         if (amxq[i]) bytes = align64(bytes) + align64(detail::amx_q4_input_elems(it.n, it.gptq->padded_cols()) * 2);

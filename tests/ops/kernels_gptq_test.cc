@@ -95,6 +95,17 @@ void reference(const Canon& c, const std::vector<float>& x, int64_t n, std::vect
     }
 }
 
+// matmul with the prefill kernel for q4_panel_min+ rows forced to f (the options reset after).
+std::vector<float> matmul_forced(Q4Prefill f, const GptqMatrix& m, const std::vector<float>& x, int64_t n) {
+  KernelOptions o;
+  o.q4_prefill = f;
+  set_kernel_options(o);
+  std::vector<float> y(n * m.rows());
+  matmul(m, x.data(), n, y.data());
+  set_kernel_options(KernelOptions{});
+  return y;
+}
+
 struct Config { int64_t rows, cols; int gs; };
 const Config kConfigs[] = {{1, 32, 32}, {5, 64, 32}, {13, 192, 64}, {37, 256, 128}, {66, 384, 128},
                            {9, 48, 16}, {11, 72, 24}, {3, 100, 100}};
@@ -231,23 +242,18 @@ TEST(GptqKernels, SimdPathsMatchScalarTwin) {
       // The prefill-sized products (33, 70 rows) with each prefill kernel forced on
       // every path, so that both sides run the same one.
       for (Q4Prefill f : {Q4Prefill::kPanels, Q4Prefill::kInt}) {
-        KernelOptions o;
-        o.q4_prefill = f;
-        set_kernel_options(o);
-        std::vector<float> want(n * c.rows);
+        std::vector<float> want;
         {
           PathGuard g("scalar");
-          matmul(*m, x.data(), n, want.data());
+          want = matmul_forced(f, *m, x, n);
         }
         for (const auto& p : available_paths()) {
           PathGuard g(p);
-          std::vector<float> y(n * c.rows);
-          matmul(*m, x.data(), n, y.data());
+          const std::vector<float> y = matmul_forced(f, *m, x, n);
           // Same integers, same float steps in the same order: bit-identical.
           for (size_t i = 0; i < y.size(); ++i)
             ASSERT_EQ(y[i], want[i]) << p << " n=" << n << " q4_" << q4_prefill_name(f) << " " << i;
         }
-        set_kernel_options(KernelOptions{});
       }
     }
   }
@@ -309,12 +315,7 @@ TEST(GptqKernels, BothKernelsMatchScalarTwinAtEveryRowCount) {
       for (const auto& [name, t] : all) {
         PathGuard g(name);
         for (Q4Prefill f : {Q4Prefill::kPanels, Q4Prefill::kInt}) {
-          KernelOptions o;
-          o.q4_prefill = f;
-          set_kernel_options(o);
-          std::vector<float> y(n * c.rows);
-          matmul(*m, x.data(), n, y.data());
-          set_kernel_options(KernelOptions{});
+          const std::vector<float> y = matmul_forced(f, *m, x, n);
           const bool panel = f == Q4Prefill::kPanels && n >= t->q4_panel_min;
           EXPECT_EQ(y, run(*t, panel)) << name << " n=" << n << " q4_" << q4_prefill_name(f) << " expects the "
                                        << (panel ? "panel" : "integer") << " kernel";
@@ -465,13 +466,14 @@ TEST(GptqKernels, PrefillKernelProbeChoosesQuicklyAndBothAreExact) {
     std::vector<float> by_probe(n * c.rows);
     matmul(*m, x.data(), n, by_probe.data());
     for (Q4Prefill f : {Q4Prefill::kPanels, Q4Prefill::kInt}) {
-      KernelOptions o;
-      o.q4_prefill = f;
-      set_kernel_options(o);
-      EXPECT_EQ(q4_prefill_kernel(), f) << p;
-      std::vector<float> y(n * c.rows);
-      matmul(*m, x.data(), n, y.data());
-      set_kernel_options(KernelOptions{});
+      {
+        KernelOptions o;
+        o.q4_prefill = f;
+        set_kernel_options(o);
+        EXPECT_EQ(q4_prefill_kernel(), f) << p;
+        set_kernel_options(KernelOptions{});
+      }
+      const std::vector<float> y = matmul_forced(f, *m, x, n);
       if (f == k) {
         EXPECT_EQ(y, by_probe) << p << ": matmul does not follow the probe's " << q4_prefill_name(k);
       }
