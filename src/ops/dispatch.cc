@@ -1142,9 +1142,11 @@ namespace {
 // GPTQ prefill panels run on AMX where the BF16 panels do (the probe's or the
 // forced choice) and the zero point is uniform (symmetric GPTQ), from kQ4PanelMin
 // rows (as measured on Sapphire Rapids; the VNNI integer path's later start,
-// kQ4PanelMinVnni, was measured against the fp32 panels only).
+// kQ4PanelMinVnni, was measured against the fp32 panels only). A forced GPTQ prefill
+// kernel (QINFER_KERNEL_OPTS=q4_panels or q4_int) takes these products off AMX.
 bool gptq_amx_on(const KernelTable& t, const GptqMatrix& W, int64_t n) {
   return n >= detail::kQ4PanelMin && W.uniform_zero() >= 0 &&
+         options_state().q4_prefill.load(std::memory_order_relaxed) == Q4Prefill::kProbe &&
          bf16_kernel_on(t, detail::kQ4PanelMin) == Bf16Kernel::kAmx;
 }
 int64_t align64(int64_t b) { return (b + 63) / 64 * 64; }

@@ -159,7 +159,8 @@ enum class Q4Kernel { kProbe, kTiles, kPairs };
 //   int     the decode kernel's integer dot products on 21-bit activations, for every
 //           row count: on AMD Zen 4 (one 512-bit FMA and one vpdpbusd a cycle) 1.2x the
 //           panels at 64 and 512 rows; on Zen 5 and the Intel Xeon the panels win or tie.
-// A start-up probe picks one (avx2 and avx512); QINFER_KERNEL_OPTS=q4_panels or q4_int forces it.
+// A start-up probe picks one (avx2 and avx512); QINFER_KERNEL_OPTS=q4_panels or q4_int forces it,
+// and forced, it runs these products where AMX panels would otherwise.
 enum class Q4Prefill { kProbe, kPanels, kInt };
 // BF16C one-row decode (SIMD paths) reads the rows one after another with one of
 // three software prefetches 4 KiB ahead (the same bits): nta (non-temporal), t0

@@ -474,7 +474,8 @@ TEST(GptqKernels, PrefillKernelProbeChoosesQuicklyAndBothAreExact) {
         set_kernel_options(KernelOptions{});
       }
       const std::vector<float> y = matmul_forced(f, *m, x, n);
-      if (f == k) {
+      // Where the BF16 panels run on AMX, so do these products unless a kernel is forced.
+      if (f == k && bf16_kernel_for(16) != Bf16Kernel::kAmx) {
         EXPECT_EQ(y, by_probe) << p << ": matmul does not follow the probe's " << q4_prefill_name(k);
       }
       for (size_t i = 0; i < y.size(); ++i)
