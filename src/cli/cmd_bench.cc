@@ -299,6 +299,9 @@ int cmd_bench(int argc, char** argv) {
   std::printf("memory       now %.2f GB (anon %.2f, file %.2f); the probe's %.2f GB not counted\n",
               (proc_status_bytes("VmRSS") - probe_bytes) / 1e9, (proc_status_bytes("RssAnon") - probe_bytes) / 1e9,
               proc_status_bytes("RssFile") / 1e9, probe_bytes / 1e9);
+  const ops::ProbeTime probes = ops::kernel_probe_time();
+  std::printf("probes       %d kernel probes took %.2f s in all (once per process, on first use)\n", probes.count,
+              probes.seconds);
   return 0;
 }
 

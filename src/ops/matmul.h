@@ -210,6 +210,14 @@ bool bf16c_pays();
 // what the probe may pick is the rest). Tests run the golden models on each.
 std::vector<Bf16Kernel> bf16_kernels_available();
 
+// Wall time the start-up kernel probes have taken in this process so far, and how
+// many ran (each runs once per path, on first use; qinfer bench prints it).
+struct ProbeTime {
+  double seconds = 0;
+  int count = 0;
+};
+ProbeTime kernel_probe_time();
+
 // Which path runs ("avx512", "avx2", "scalar"); the environment variable
 // QINFER_KERNELS=scalar|avx2|avx512 forces one (an error if the CPU lacks it).
 const char* kernel_path();
